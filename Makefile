@@ -1,0 +1,38 @@
+# Two commands do all set-up on a fresh machine (see README.md):
+#   make book   build the executed HTML book into _build/html
+#   make test   run the whole test suite (lib unit tests + every chapter under nbval)
+# Both create .venv when missing and reinstall only when requirements.txt or pyproject.toml changed.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# Quiet progress bars in tests and in the rendered book (they would show as dead widgets there).
+export CIRCUITS_PROGRESS := 0
+# Tame thread oversubscription when two pytest workers share a 2-core machine.
+JOBS   ?= 2
+
+.PHONY: setup book test serve student bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e .
+	@touch $(STAMP)
+
+book: $(STAMP)
+	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
+	$(PY) -m pytest -q tests/test_book_html.py
+	@echo "Book built: file://$(CURDIR)/_build/html/index.html"
+
+test: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env tests chapters
+
+serve: $(STAMP)
+	@test -f _build/html/index.html || $(MAKE) book
+	$(PY) -m http.server --directory _build/html --bind 127.0.0.1 8000
+
+clean:
+	rm -rf _build student .pytest_cache

@@ -1,0 +1,85 @@
+"""Pick the device every chapter runs on, and seed every random number generator.
+
+The same code runs on a laptop CPU, an Apple GPU (mps) and a CUDA GPU: chapters ask
+:func:`pick_device` once and create every tensor on the model's device.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+DEVICE_ENV = "CIRCUITS_DEVICE"
+"""Environment variable that overrides the automatic choice, e.g. ``CIRCUITS_DEVICE=cpu``."""
+
+KNOWN_DEVICES = ("auto", "cuda", "mps", "cpu")
+
+
+def available_devices() -> list[str]:
+    """The device kinds usable on this machine, best first."""
+    found = []
+    if torch.cuda.is_available():
+        found.append("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        found.append("mps")
+    found.append("cpu")
+    return found
+
+
+def pick_device(name: str | None = None) -> torch.device:
+    """Return the device to compute on: cuda, then mps, then cpu.
+
+    Args:
+        name: ``"auto"`` (default), ``"cuda"``, ``"mps"`` or ``"cpu"``. When ``None``, the
+            environment variable ``CIRCUITS_DEVICE`` is used if set, else ``"auto"``.
+
+    Raises:
+        ValueError: the name is not one of the known kinds, or that kind is not available here.
+    """
+    if name is None:
+        name = os.environ.get(DEVICE_ENV, "auto")
+    kind = str(name).strip().lower()
+    if kind not in KNOWN_DEVICES:
+        source = f" (from ${DEVICE_ENV})" if name == os.environ.get(DEVICE_ENV) else ""
+        raise ValueError(f"unknown device {name!r}{source}; allowed: {', '.join(KNOWN_DEVICES)}")
+    usable = available_devices()
+    if kind == "auto":
+        return torch.device(usable[0])
+    if kind not in usable:
+        raise ValueError(f"device {kind!r} is not available on this machine; available: {', '.join(usable)}")
+    return torch.device(kind)
+
+
+def seed_everything(seed: int) -> torch.Generator:
+    """Seed Python, NumPy and torch (all devices) and return a CPU ``torch.Generator`` with that seed.
+
+    Raises:
+        ValueError: the seed is not an integer in [0, 2**63).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    return torch.Generator().manual_seed(seed)
+
+
+def describe_environment() -> dict[str, str]:
+    """Versions and device as printed by the start-here chapter's environment check."""
+    import platform
+    import sys
+
+    info = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "device": str(pick_device()),
+        "available devices": ", ".join(available_devices()),
+    }
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info

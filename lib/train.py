@@ -1,0 +1,189 @@
+"""One small training loop shared by every chapter.
+
+The loop is deliberately plain: each step asks ``make_batch`` for a fresh batch (generated on the
+model's device from a seeded ``torch.Generator``), computes ``loss_fn(model, batch)``, and takes one
+optimizer step. What it adds over a hand-written loop:
+
+- the loss history is kept on the device (no host sync per step) and returned on the CPU;
+- snapshots of the parameters at chosen steps ("checkpoints"), with an optional evaluation there;
+- a ``tqdm`` progress bar that is silent under CI and in the book build;
+- a loss that is a vector (one entry per independently trained seed) is summed for the backward
+  pass and kept whole in the history. With an element-wise optimizer (Adam, AdamW, SGD) and no
+  gradient clipping, seeds batched this way train exactly as they would one by one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import torch
+from torch import nn
+
+OPTIMIZERS = ("adamw", "adam", "sgd")
+PROGRESS_ENV = "CIRCUITS_PROGRESS"
+"""Set to ``0`` to silence progress bars (``make book`` and ``make test`` do; so does ``CI=true``)."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of one training run; the defaults are only placeholders, chapters set their own.
+
+    Attributes:
+        steps: number of optimizer steps.
+        lr: learning rate (constant).
+        batch_size: passed to ``make_batch``.
+        weight_decay: decoupled weight decay for AdamW, L2 penalty for Adam and SGD.
+        optimizer: one of ``"adamw"``, ``"adam"``, ``"sgd"``.
+        betas: Adam(W) betas.
+        checkpoint_steps: steps after which to snapshot the parameters (0 = before training).
+        seed: seeds the batch generator, so a re-run sees the same batches.
+        progress: show a progress bar; ``None`` means "yes, unless under CI or the book build".
+        desc: label of the progress bar.
+    """
+
+    steps: int = 1000
+    lr: float = 1e-3
+    batch_size: int = 64
+    weight_decay: float = 0.0
+    optimizer: str = "adamw"
+    betas: tuple[float, float] = (0.9, 0.999)
+    checkpoint_steps: tuple[int, ...] = ()
+    seed: int = 0
+    progress: bool | None = None
+    desc: str = "training"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 1:
+            raise ValueError(f"steps must be a positive integer, got {self.steps!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; allowed: {', '.join(OPTIMIZERS)}")
+        bad = [s for s in self.checkpoint_steps if not isinstance(s, int) or not 0 <= s <= self.steps]
+        if bad:
+            raise ValueError(f"checkpoint_steps must be integers in [0, steps={self.steps}], got {bad}")
+
+
+@dataclass
+class History:
+    """What a training run leaves behind.
+
+    Attributes:
+        loss: ``(steps,)`` or ``(steps, *loss_shape)`` float32 on the CPU; entry ``t`` is the loss of
+            the batch seen at step ``t + 1`` (before that step's update).
+        checkpoints: step -> parameter snapshot (``state_dict`` clone, on the model's device).
+        evals: step -> whatever ``evaluate`` returned at that checkpoint.
+        seconds: wall time of the loop.
+    """
+
+    loss: torch.Tensor
+    checkpoints: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
+    evals: dict[int, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def checkpoint_steps(self) -> list[int]:
+        return sorted(self.checkpoints)
+
+
+def progress_enabled(requested: bool | None = None) -> bool:
+    """Whether to draw a progress bar: an explicit request wins, else off under CI / ``CIRCUITS_PROGRESS=0``."""
+    if requested is not None:
+        return requested
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        return False
+    return os.environ.get(PROGRESS_ENV, "1") != "0"
+
+
+def model_device(model: nn.Module) -> torch.device:
+    """The device of the model's first parameter (cpu for a model without parameters)."""
+    for p in model.parameters():
+        return p.device
+    return torch.device("cpu")
+
+
+def make_optimizer(params: Iterable[torch.nn.Parameter], config: TrainConfig) -> torch.optim.Optimizer:
+    params = list(params)
+    if config.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
+    if config.optimizer == "adam":
+        return torch.optim.Adam(params, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
+    return torch.optim.SGD(params, lr=config.lr, weight_decay=config.weight_decay)
+
+
+def snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A detached copy of the model's ``state_dict`` (parameters and buffers)."""
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def train(
+    model: nn.Module,
+    make_batch: Callable[[int, torch.Generator], Any],
+    loss_fn: Callable[[nn.Module, Any], torch.Tensor],
+    config: TrainConfig,
+    *,
+    extra_params: Iterable[torch.nn.Parameter] = (),
+    evaluate: Callable[[nn.Module], Any] | None = None,
+) -> History:
+    """Train ``model`` in place and return its :class:`History`.
+
+    Args:
+        model: any ``nn.Module``; its device decides where batches are made.
+        make_batch: ``(batch_size, generator) -> batch``; ``generator`` lives on the model's device.
+        loss_fn: ``(model, batch) -> loss``, a scalar or a vector of independent losses (one per seed).
+        config: steps, optimizer and checkpoint settings.
+        extra_params: parameters outside ``model`` trained alongside it (e.g. smeared-key scalars).
+        evaluate: called under ``torch.inference_mode`` at every checkpoint step; its result is kept.
+    """
+    from tqdm.auto import tqdm
+
+    device = model_device(model)
+    generator = torch.Generator(device=device).manual_seed(config.seed)
+    params = [p for p in model.parameters() if p.requires_grad] + list(extra_params)
+    if not params:
+        raise ValueError("the model has no trainable parameters (and no extra_params were given)")
+    optimizer = make_optimizer(params, config)
+    wanted = set(config.checkpoint_steps)
+    history = History(loss=torch.empty(0))
+
+    def checkpoint(step: int) -> None:
+        history.checkpoints[step] = snapshot(model)
+        if evaluate is not None:
+            was_training = model.training
+            model.eval()
+            with torch.inference_mode():
+                history.evals[step] = evaluate(model)
+            model.train(was_training)
+
+    losses: torch.Tensor | None = None
+    bar = tqdm(total=config.steps, desc=config.desc, disable=not progress_enabled(config.progress), leave=False)
+    refresh = max(1, config.steps // 50)  # a host sync for the bar only every 2% of the run
+    start = time.perf_counter()
+    model.train()
+    if 0 in wanted:
+        checkpoint(0)
+    for step in range(1, config.steps + 1):
+        batch = make_batch(config.batch_size, generator)
+        loss = loss_fn(model, batch)
+        if losses is None:
+            losses = torch.empty((config.steps, *loss.shape), device=loss.device, dtype=torch.float32)
+        losses[step - 1] = loss.detach()
+        optimizer.zero_grad(set_to_none=True)
+        (loss if loss.ndim == 0 else loss.sum()).backward()
+        optimizer.step()
+        if step in wanted:
+            checkpoint(step)
+        if not bar.disable and (step % refresh == 0 or step == config.steps):
+            bar.update(step - bar.n)
+            bar.set_postfix(loss=f"{losses[step - 1].float().mean().item():.3f}")
+    bar.close()
+    history.seconds = time.perf_counter() - start
+    history.loss = losses.cpu()
+    return history

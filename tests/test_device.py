@@ -1,0 +1,62 @@
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from lib import device
+
+
+def test_auto_picks_best_available(monkeypatch):
+    monkeypatch.delenv(device.DEVICE_ENV, raising=False)
+    assert device.pick_device().type == device.available_devices()[0]
+    assert device.pick_device("auto").type == device.available_devices()[0]
+
+
+def test_cpu_always_available():
+    assert device.pick_device("CPU") == torch.device("cpu")
+
+
+def test_environment_override(monkeypatch):
+    monkeypatch.setenv(device.DEVICE_ENV, "cpu")
+    assert device.pick_device() == torch.device("cpu")
+
+
+def test_cuda_preferred_when_available(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert device.available_devices()[0] == "cuda"
+    assert device.pick_device("auto").type == "cuda"
+
+
+@pytest.mark.parametrize("name", ["gpu", "tpu", "", "cuda:x"])
+def test_unknown_name_is_a_value_error(name):
+    with pytest.raises(ValueError, match="allowed: auto, cuda, mps, cpu"):
+        device.pick_device(name)
+
+
+def test_unknown_name_from_environment(monkeypatch):
+    monkeypatch.setenv(device.DEVICE_ENV, "gpu")
+    with pytest.raises(ValueError, match="CIRCUITS_DEVICE"):
+        device.pick_device()
+
+
+def test_unavailable_kind_is_a_value_error(monkeypatch):
+    monkeypatch.setattr(device, "available_devices", lambda: ["cpu"])
+    with pytest.raises(ValueError, match="not available.*available: cpu"):
+        device.pick_device("cuda")
+
+
+def test_seed_everything_is_reproducible():
+    g = device.seed_everything(123)
+    a = (random.random(), np.random.rand(), torch.rand(1).item(), torch.rand(1, generator=g).item())
+    g = device.seed_everything(123)
+    b = (random.random(), np.random.rand(), torch.rand(1).item(), torch.rand(1, generator=g).item())
+    assert a == b
+    device.seed_everything(124)
+    assert torch.rand(1).item() != a[2]
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "3", True, 2**63])
+def test_bad_seed(seed):
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        device.seed_everything(seed)

@@ -1,0 +1,67 @@
+"""The book's files are in order: toc and chapters agree, notebooks are clean and share one setup cell."""
+
+import re
+
+import pytest
+
+from book import ROOT, code_cells, config, load, notebooks, resolve, source, tags, toc_files
+
+NOTEBOOKS = notebooks()
+IDS = [p.name for p in NOTEBOOKS]
+
+
+def test_every_toc_entry_exists():
+    for entry in toc_files():
+        resolve(entry)
+
+
+def test_every_chapter_is_in_the_toc():
+    listed = {resolve(e).resolve() for e in toc_files()}
+    missing = [p.name for p in sorted((ROOT / "chapters").glob("*")) if p.suffix in (".ipynb", ".md") and p.resolve() not in listed]
+    assert not missing, f"chapters not listed in _toc.yml: {missing}"
+
+
+def test_config_is_strict_and_points_at_main():
+    cfg = config()
+    assert cfg["only_build_toc_files"] is True
+    assert cfg["repository"]["branch"] == "main"
+    assert cfg["sphinx"]["config"]["nb_execution_raise_on_error"] is True
+    assert cfg["execute"]["execute_notebooks"] == "force"
+    for pattern in (".venv", ".pytest_cache", "_build", "**/site-packages"):
+        assert pattern in cfg["exclude_patterns"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_committed_without_outputs(path):
+    dirty = [i for i, c in enumerate(code_cells(load(path))) if c.get("outputs") or c.get("execution_count")]
+    assert not dirty, f"{path.name}: code cells {dirty} carry outputs or execution counts; clear them before committing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_starts_with_title_and_setup(path):
+    nb = load(path)
+    first = nb["cells"][0]
+    assert first["cell_type"] == "markdown" and re.match(r"# \S", source(first)), f"{path.name}: first cell must be a '# Title' markdown cell"
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    setup = code_cells(nb)[0]
+    assert "setup" in tags(setup), f"{path.name}: the first code cell must be the setup cell (tag 'setup')"
+
+
+def test_setup_cell_is_identical_everywhere_and_uses_the_config_url():
+    setups = {p.name: source(code_cells(load(p))[0]) for p in NOTEBOOKS}
+    reference = setups["00_start_here.ipynb"]
+    differ = [name for name, text in setups.items() if text != reference]
+    assert not differ, f"setup cell differs from 00_start_here's in: {differ}"
+    url = config()["repository"]["url"]
+    assert f'REPOSITORY = "{url}"' in reference, f"setup cell must install from _config.yml's repository.url ({url})"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_exercise_cells_are_tagged(path):
+    """Stubs are skipped by the book build and by nbval; solutions are collapsed in the book."""
+    for cell in code_cells(load(path)):
+        t = tags(cell)
+        if "exercise-stub" in t:
+            assert {"skip-execution", "nbval-skip"} <= set(t), f"{path.name}: stub needs tags skip-execution and nbval-skip: {source(cell)[:80]!r}"
+        if "solution" in t:
+            assert "hide-input" in t, f"{path.name}: solution needs tag hide-input: {source(cell)[:80]!r}"

@@ -1,0 +1,142 @@
+import pytest
+import torch
+
+from lib.train import TrainConfig, progress_enabled, train
+
+
+def regression_task(n_out=1):
+    """y = x @ w_true: a task a linear model solves exactly."""
+    w_true = torch.tensor([[1.0], [-2.0], [0.5]]).repeat(1, n_out)
+
+    def make_batch(batch_size, generator):
+        x = torch.randn(batch_size, 3, generator=generator, device=generator.device)
+        return x, x @ w_true.to(x.device)
+
+    return make_batch
+
+
+def mse(model, batch):
+    x, y = batch
+    return ((model(x) - y) ** 2).mean()
+
+
+def test_loss_falls_and_history_shape():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    hist = train(model, regression_task(), mse, TrainConfig(steps=300, lr=0.05, batch_size=32))
+    assert hist.loss.shape == (300,)
+    assert hist.loss.device.type == "cpu"
+    assert hist.loss[-20:].mean() < 1e-3 < hist.loss[0]
+
+
+def test_same_seed_same_run():
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 1)
+        runs.append(train(model, regression_task(), mse, TrainConfig(steps=20, lr=0.01, seed=5)).loss)
+    assert torch.equal(runs[0], runs[1])
+
+
+def test_checkpoints_and_evaluate():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    seen_grad_mode = []
+
+    def evaluate(m):
+        seen_grad_mode.append(torch.is_grad_enabled())
+        return m.weight.sum().item()
+
+    hist = train(model, regression_task(), mse, TrainConfig(steps=10, checkpoint_steps=(0, 5, 10)), evaluate=evaluate)
+    assert hist.checkpoint_steps == [0, 5, 10]
+    assert set(hist.evals) == {0, 5, 10}
+    assert seen_grad_mode == [False, False, False]
+    # the final checkpoint is the trained model, the first one differs from it
+    assert torch.equal(hist.checkpoints[10]["weight"], model.weight.detach())
+    assert not torch.equal(hist.checkpoints[0]["weight"], hist.checkpoints[10]["weight"])
+    assert hist.evals[10] == pytest.approx(model.weight.sum().item())
+
+
+def test_vector_loss_trains_seeds_independently():
+    """Two seeds batched in one model train exactly as each alone (Adam is element-wise)."""
+    torch.manual_seed(0)
+    w0 = torch.randn(2, 3, 1)
+
+    class Batched(torch.nn.Module):
+        def __init__(self, w):
+            super().__init__()
+            self.w = torch.nn.Parameter(w.clone())
+
+        def forward(self, x):  # x (seeds, batch, 3) -> (seeds, batch, 1)
+            return torch.bmm(x, self.w)
+
+    target = torch.tensor([[1.0], [-2.0], [0.5]])
+
+    def make_batch(batch_size, generator):
+        x = torch.randn(2, batch_size, 3, generator=generator)
+        return x, x @ target
+
+    def loss_fn(m, batch):
+        x, y = batch
+        return ((m(x) - y) ** 2).mean(dim=(1, 2))  # one loss per seed
+
+    both = Batched(w0)
+    hist = train(both, make_batch, loss_fn, TrainConfig(steps=30, lr=0.05))
+    assert hist.loss.shape == (30, 2)
+    # seed 1 alone: same batches for that seed, same start
+    alone = Batched(w0[1:])
+
+    def make_batch_seed1(batch_size, generator):
+        x, y = make_batch(batch_size, generator)
+        return x[1:], y[1:]
+
+    train(alone, make_batch_seed1, loss_fn, TrainConfig(steps=30, lr=0.05))
+    torch.testing.assert_close(alone.w.detach(), both.w.detach()[1:])
+
+
+def test_extra_params_are_trained():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    scale = torch.nn.Parameter(torch.tensor(3.0))
+
+    def loss_fn(m, batch):
+        x, y = batch
+        return ((scale * m(x) - y) ** 2).mean()
+
+    train(model, regression_task(), loss_fn, TrainConfig(steps=5, lr=0.1), extra_params=[scale])
+    assert scale.item() != 3.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"steps": 0}, "steps must be a positive integer"),
+        ({"steps": -5}, "steps must be a positive integer"),
+        ({"steps": 2.5}, "steps must be a positive integer"),
+        ({"lr": 0}, "lr must be a positive number"),
+        ({"lr": -1e-3}, "lr must be a positive number"),
+        ({"batch_size": 0}, "batch_size must be a positive integer"),
+        ({"optimizer": "lion"}, "allowed: adamw, adam, sgd"),
+        ({"weight_decay": -0.1}, "weight_decay must be >= 0"),
+        ({"steps": 10, "checkpoint_steps": (11,)}, r"checkpoint_steps must be integers in \[0, steps=10\]"),
+    ],
+)
+def test_bad_config_is_a_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**kwargs)
+
+
+def test_model_without_parameters():
+    with pytest.raises(ValueError, match="no trainable parameters"):
+        train(torch.nn.Identity(), regression_task(), mse, TrainConfig(steps=1))
+
+
+def test_progress_quiet_under_ci(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    assert progress_enabled() is False
+    assert progress_enabled(True) is True
+    monkeypatch.delenv("CI")
+    monkeypatch.setenv("CIRCUITS_PROGRESS", "0")
+    assert progress_enabled() is False
+    monkeypatch.setenv("CIRCUITS_PROGRESS", "1")
+    assert progress_enabled() is True
