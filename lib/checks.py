@@ -62,3 +62,13 @@ def compare(
             inputs = ", ".join(_short(a, 120) for a in case)
             raise CheckFailed(f"{name}: case {i} of {len(cases)} differs.\n  input:    {inputs}\n  expected: {_short(expected)}\n  got:      {_short(got)}")
     print(f"PASSED {name}: all {len(cases)} cases match the reference.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Out-of-context reasoning (chapters 1-4)
+# ---------------------------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------------------------
+# Induction heads (chapters 5-7)
+# ---------------------------------------------------------------------------------------------

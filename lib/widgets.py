@@ -1,0 +1,36 @@
+"""ipywidgets explorers. Each redraws a figure from ``lib.plot``; the chapter shows that function's
+static output beside the widget, because widgets need a live kernel and do not run in the rendered book.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+from IPython.display import display
+
+
+def figure_explorer(draw, controls: dict[str, widgets.Widget]) -> widgets.VBox:
+    """A box of ``controls`` above an output area showing ``draw(**values)`` (a Figure), redrawn on change."""
+    out = widgets.Output()
+
+    def redraw(_=None):
+        with out:
+            out.clear_output(wait=True)
+            fig = draw(**{name: w.value for name, w in controls.items()})
+            display(fig)
+            plt.close(fig)
+
+    for w in controls.values():
+        w.observe(redraw, names="value")
+    redraw()
+    return widgets.VBox([widgets.HBox(list(controls.values())), out])
+
+
+# ---------------------------------------------------------------------------------------------
+# Out-of-context reasoning (chapters 1-4)
+# ---------------------------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------------------------
+# Induction heads (chapters 5-7)
+# ---------------------------------------------------------------------------------------------
