@@ -24,11 +24,14 @@ $(STAMP): requirements.txt pyproject.toml
 
 book: $(STAMP)
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
-	$(PY) -m pytest -q tests/test_book_html.py
+	$(PY) -m pytest -q tests/test_book_html.py tests/test_browser.py
 	@echo "Book built: file://$(CURDIR)/_build/html/index.html"
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env tests chapters
+
+student: $(STAMP)
+	$(PY) scripts/make_student.py student
 
 serve: $(STAMP)
 	@test -f _build/html/index.html || $(MAKE) book

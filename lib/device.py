@@ -72,11 +72,17 @@ def describe_environment() -> dict[str, str]:
     """Versions and device as printed by the start-here chapter's environment check."""
     import platform
     import sys
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        lens = version("transformer-lens")
+    except PackageNotFoundError:
+        lens = "not installed"
     info = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "torch": torch.__version__,
+        "transformer_lens": lens,
         "device": str(pick_device()),
         "available devices": ", ".join(available_devices()),
     }

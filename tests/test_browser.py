@@ -1,0 +1,117 @@
+"""Open every chapter page of the built book in headless Chromium, as a reader would.
+
+Checks that each page renders without JavaScript errors from the book's own scripts, and shows at least
+as many figures as its executed notebook produced; saves a screenshot of each page under
+``_build/screenshots/``. Debian's chromium is installed when missing (as root, with apt-get); where that
+is impossible the test is skipped and says why. Runs after ``make book`` (which calls it).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from book import ROOT, resolve, toc_files
+
+HTML = ROOT / "_build" / "html"
+EXECUTED = ROOT / "_build" / "jupyter_execute"
+SHOTS = ROOT / "_build" / "screenshots"
+# Without these flags Chromium keeps retrying network connections on this offline machine.
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run"]
+
+pytestmark = pytest.mark.skipif(not (HTML / "index.html").is_file(), reason="book not built; run `make book`")
+
+
+def chromium_path() -> str:
+    """Path of Debian's chromium, installing it when missing; skips the test where that cannot be done."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("Chromium is not installed and cannot be installed here (needs root and apt-get): "
+                    "install Debian's `chromium` package to run the browser test")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            pytest.skip(f"could not install Chromium with {' '.join(cmd)}: {done.stderr.strip()[-300:]}")
+    return shutil.which("chromium")
+
+
+@pytest.fixture(scope="module")
+def server():
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    executable = chromium_path()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (see requirements.txt)")
+    with sync_api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),  # a fresh user-data dir
+            executable_path=executable, headless=True, args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 900},
+        )
+        yield context
+        context.close()
+
+
+def expected_figures(page_path: Path) -> int:
+    """Image outputs of the executed notebook behind a page (0 for a markdown page)."""
+    executed = EXECUTED / page_path.relative_to(HTML).with_suffix(".ipynb")
+    if not executed.is_file():
+        return 0
+    nb = json.loads(executed.read_text())
+    return sum(
+        1 for c in nb["cells"] if c["cell_type"] == "code"
+        for o in c.get("outputs", []) if "image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {})
+    )
+
+
+PAGES = [resolve(e).relative_to(ROOT).with_suffix(".html") for e in toc_files()]
+
+
+@pytest.mark.parametrize("rel", PAGES, ids=[p.stem for p in PAGES])
+def test_page_renders_cleanly(rel, server, browser):
+    page = browser.new_page()
+    own_errors: list[str] = []
+    host = urlparse(server).netloc
+
+    def is_own(url: str) -> bool:
+        return urlparse(url).netloc in ("", host)
+
+    # The machine is offline: answer requests for other hosts at once instead of letting them time out.
+    page.route("**/*", lambda route: route.continue_() if is_own(route.request.url) else route.abort())
+    page.on("pageerror", lambda err: own_errors.append(f"uncaught: {err}"))
+    page.on("console", lambda msg: own_errors.append(f"console: {msg.text} ({msg.location.get('url')})")
+            if msg.type == "error" and is_own(msg.location.get("url", "")) and "Failed to load resource" not in msg.text
+            else None)
+    response = page.goto(f"{server}/{rel.as_posix()}", wait_until="load")
+    assert response is not None and response.ok, f"{rel}: HTTP {response.status if response else 'no response'}"
+    page.wait_for_timeout(300)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{rel.stem}.png"), full_page=True)
+    figures = page.locator("div.cell_output img").count()
+    page.close()
+    assert not own_errors, f"{rel}: JavaScript errors from the book's own scripts: {own_errors}"
+    want = expected_figures(HTML / rel)
+    assert figures >= want, f"{rel}: page shows {figures} figures, its notebook produced {want}"
