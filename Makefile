@@ -33,6 +33,9 @@ test: $(STAMP)
 student: $(STAMP)
 	$(PY) scripts/make_student.py student
 
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
 serve: $(STAMP)
 	@test -f _build/html/index.html || $(MAKE) book
 	$(PY) -m http.server --directory _build/html --bind 127.0.0.1 8000
