@@ -66,7 +66,7 @@ class RelationPair:
             if b in first:
                 raise ValueError(f"pair {self.name!r}: duplicate fact value {b!r}")
             first[b] = c
-        _no_duplicates([c for _, c in self.implication_map], f"pair {self.name!r}: implication values (the map must be one-to-one)")
+        _no_duplicates([c for _, c in self.implication_map], f"implication values in pair {self.name!r} (the map must be one-to-one)")
         for kind, templates, needs in (
             ("fact_templates", self.fact_templates, ("{s}", "{b}")),
             ("implication_templates", self.implication_templates, ("{s}", "{c}")),
@@ -173,6 +173,9 @@ _VOWELS = ("a", "e", "i", "o", "u", "ai", "ei", "ou")
 _CODAS = ("", "", "", "n", "r", "s", "l", "x", "th", "m")
 
 
+_RESERVED = frozenset(w.lower() for p in PAIRS for b, c in p.implication_map for w in (b, c, p.fact_relation, p.implication_relation))
+
+
 def _word(generator: torch.Generator, syllables: int) -> str:
     picks = torch.randint(0, 1 << 30, (2 * syllables + 1,), generator=generator).tolist()
     parts = [_ONSETS[picks[2 * i] % len(_ONSETS)] + _VOWELS[picks[2 * i + 1] % len(_VOWELS)] for i in range(syllables)]
@@ -183,7 +186,8 @@ def fictitious_names(n: int, seed: int = 0) -> list[str]:
     """``n`` distinct invented "First Last" names made of random syllables, the same for the same seed.
 
     The syllables are drawn at random, so the names are not those of real people (no list of real
-    names is involved); a clash with a real name would be a coincidence.
+    names is involved); a clash with a real name would be a coincidence. Words that are values or
+    relations of :data:`PAIRS` (a syllable name can spell "Paris") are never used.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative integer, got {n!r}")
@@ -191,7 +195,10 @@ def fictitious_names(n: int, seed: int = 0) -> list[str]:
     names: list[str] = []
     seen: set[str] = set()
     while len(names) < n:
-        name = f"{_word(generator, 2)} {_word(generator, 2 + (len(names) % 2))}"
+        first, last = _word(generator, 2), _word(generator, 2 + (len(names) % 2))
+        if first.lower() in _RESERVED or last.lower() in _RESERVED:
+            continue  # a person called "Paris" or "Rome" would blur subject and fact
+        name = f"{first} {last}"
         if name not in seen:
             seen.add(name)
             names.append(name)
@@ -236,8 +243,8 @@ def split_subjects(group_of: Sequence[int], train_fraction: float) -> tuple[list
 
     Args:
         group_of: ``group_of[i]`` is subject i's group (here: its fact value), any hashable labels.
-        train_fraction: in a group of ``size`` subjects, the ``round(train_fraction * size)`` with the
-            smallest indices train; the others are test subjects.
+        train_fraction: in a group of ``size`` subjects, the ``int(train_fraction * size + 0.5)``
+            (rounded half up) with the smallest indices train; the others are test subjects.
 
     Returns:
         ``(train, test)``: sorted subject indices.
@@ -248,7 +255,11 @@ def split_subjects(group_of: Sequence[int], train_fraction: float) -> tuple[list
     """
     if isinstance(train_fraction, bool) or not isinstance(train_fraction, (int, float)) or not 0 < train_fraction < 1:
         raise ValueError(f"train_fraction must be a number strictly between 0 and 1, got {train_fraction!r}")
-    return _split(group_of, lambda size: round(train_fraction * size), f"train_fraction={train_fraction}")
+    return _split(group_of, lambda size: _round_half_up(train_fraction * size), f"train_fraction={train_fraction}")
+
+
+def _round_half_up(x: float) -> int:
+    return int(math.floor(x + 0.5))
 
 
 def _split(group_of: Sequence[int], n_train: Callable[[int], int], rule: str) -> tuple[list[int], list[int]]:
@@ -568,3 +579,216 @@ def build_symbolic(config: SymbolicConfig = SymbolicConfig()) -> SymbolicTask:
         noise_ids=long(noise),
         eos_id=eos,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Sentence form (language models)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SentenceConfig:
+    """The sentence task; defaults follow the paper's split (five pairs, 20% of each subset trains).
+
+    Attributes:
+        n_subjects: fictitious subjects, dealt evenly into one subset per relation pair.
+        values_per_pair: fact values used per pair (chosen from the pair's list by the seed); each
+            gets ``n_subjects / (n_pairs * values_per_pair)`` subjects (default 5).
+        train_fraction: share of each fact value's subjects whose implication is in training,
+            rounded half up per fact value (default 1 of 5 = 20%).
+        pairs: the relation pairs; default the paper's five (:data:`PAIRS`).
+        names: subject names to use instead of generated ones (must be distinct).
+        seed: everything (names, value choice, split) follows from it.
+    """
+
+    n_subjects: int = 200
+    values_per_pair: int = 8
+    train_fraction: float = 0.2
+    pairs: tuple[RelationPair, ...] = PAIRS
+    names: tuple[str, ...] | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("n_subjects", "values_per_pair"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        tf = self.train_fraction
+        if isinstance(tf, bool) or not isinstance(tf, (int, float)) or not 0 < tf < 1:
+            raise ValueError(f"train_fraction must be a number strictly between 0 and 1, got {tf!r}")
+        if not self.pairs or not all(isinstance(p, RelationPair) for p in self.pairs):
+            raise ValueError("pairs must be a non-empty tuple of RelationPair")
+        if self.n_subjects < len(self.pairs):
+            raise ValueError(f"fewer subjects ({self.n_subjects}) than subsets ({len(self.pairs)} relation pairs)")
+        if self.names is not None:
+            if len(self.names) != self.n_subjects:
+                raise ValueError(f"got {len(self.names)} names for n_subjects={self.n_subjects}")
+            _no_duplicates(list(self.names), "subject names")
+        _check_seed(self.seed)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One evaluation question: score each candidate as the continuation ``prompt + " " + candidate``.
+
+    Attributes:
+        subject: subject index.
+        pair: relation-pair index.
+        prompt: the question text (no trailing space).
+        candidates: every implication value of this relation, the answer among them.
+        answer: index of the correct candidate in ``candidates``.
+    """
+
+    subject: int
+    pair: int
+    prompt: str
+    candidates: tuple[str, ...]
+    answer: int
+
+
+def answer_index(candidates: Sequence[str], answer: str) -> int:
+    """Index of ``answer`` in ``candidates``; ValueError if the candidate list lacks it or is ambiguous."""
+    hits = [i for i, c in enumerate(candidates) if c == answer]
+    if len(hits) != 1:
+        problem = "does not contain" if not hits else f"contains {len(hits)} times"
+        raise ValueError(f"candidate list {list(candidates)} {problem} the answer {answer!r}")
+    return hits[0]
+
+
+@dataclass(frozen=True)
+class SentenceTask:
+    """The OCR task as sentences. Subjects are indices into ``names``; lists have length n_subjects.
+
+    Attributes:
+        config: how it was built.
+        names: subject names.
+        pairs: the relation pairs.
+        values: per pair, the fact values in use.
+        pair_of: subject -> pair index.
+        fact_of: subject -> fact value b (a string).
+        implication_of: subject -> implication value c.
+        train_subjects: sorted subject indices whose implication sentences are in training.
+        test_subjects: sorted subject indices whose implication is held out (their facts are trained).
+    """
+
+    config: SentenceConfig
+    names: list[str]
+    pairs: tuple[RelationPair, ...]
+    values: list[list[str]]
+    pair_of: list[int]
+    fact_of: list[str]
+    implication_of: list[str]
+    train_subjects: list[int]
+    test_subjects: list[int]
+
+    def _fill(self, template: str, subject: int) -> str:
+        pair = self.pairs[self.pair_of[subject]]
+        return template.format(s=self.names[subject], b=self.fact_of[subject], c=self.implication_of[subject],
+                               r1=pair.fact_relation, r2=pair.implication_relation)
+
+    def _check_subject(self, subject: int) -> None:
+        if isinstance(subject, bool) or not isinstance(subject, int) or not 0 <= subject < len(self.names):
+            raise ValueError(f"subject must be an index in [0, {len(self.names)}), got {subject!r}")
+
+    def fact_sentences(self, subject: int) -> list[str]:
+        """The subject's fact, once per fact template."""
+        self._check_subject(subject)
+        return [self._fill(t, subject) for t in self.pairs[self.pair_of[subject]].fact_templates]
+
+    def implication_sentences(self, subject: int) -> list[str]:
+        """The subject's implication, once per implication template."""
+        self._check_subject(subject)
+        return [self._fill(t, subject) for t in self.pairs[self.pair_of[subject]].implication_templates]
+
+    def train_sentences(self) -> list[str]:
+        """The training text: every subject's facts, and the implications of the training subjects only."""
+        facts = [s for i in range(len(self.names)) for s in self.fact_sentences(i)]
+        return facts + [s for i in self.train_subjects for s in self.implication_sentences(i)]
+
+    def candidates(self, pair: int) -> tuple[str, ...]:
+        """Candidate answers for a pair's questions: every implication value in use for the same
+        implication relation (so both city pairs share one list of languages), in order of appearance."""
+        if isinstance(pair, bool) or not isinstance(pair, int) or not 0 <= pair < len(self.pairs):
+            raise ValueError(f"pair must be an index in [0, {len(self.pairs)}), got {pair!r}")
+        relation = self.pairs[pair].implication_relation
+        seen: dict[str, None] = {}
+        for p, values in zip(self.pairs, self.values):
+            if p.implication_relation == relation:
+                seen.update(dict.fromkeys(p.implication(b) for b in values))
+        return tuple(seen)
+
+    def questions(self, group: str = "test") -> list[Question]:
+        """Every question form for every subject of ``group`` (``"test"``: held out, ``"train"``: seen)."""
+        if group not in ("train", "test"):
+            raise ValueError(f"unknown group {group!r}; allowed: train, test")
+        out = []
+        for i in self.train_subjects if group == "train" else self.test_subjects:
+            p = self.pair_of[i]
+            cands = self.candidates(p)
+            for q in self.pairs[p].questions:
+                out.append(Question(i, p, self._fill(q, i), cands, answer_index(cands, self.implication_of[i])))
+        return out
+
+    def rows(self, subjects: Sequence[int] | None = None) -> list[dict[str, str]]:
+        """Table rows (name, pair, fact, implication, split) for the given subjects (default: all)."""
+        train = set(self.train_subjects)
+        chosen = range(len(self.names)) if subjects is None else subjects
+        return [{"subject": self.names[i], "pair": self.pairs[self.pair_of[i]].name, "fact": self.fact_of[i],
+                 "implication": self.implication_of[i], "implication in training": "yes" if i in train else "no (test)"}
+                for i in chosen]
+
+
+def build_sentences(config: SentenceConfig = SentenceConfig()) -> SentenceTask:
+    """Build the sentence task deterministically from ``config`` (same config -> identical task).
+
+    Raises:
+        ValueError: a fact value left with no training or no test subject, or a pair with too few values.
+    """
+    if not isinstance(config, SentenceConfig):
+        raise ValueError(f"config must be a SentenceConfig, got {type(config).__name__}")
+    c = config
+    core = _build_core(c.pairs, c.n_subjects, c.values_per_pair, lambda size: _round_half_up(c.train_fraction * size),
+                       f"train_fraction={c.train_fraction}", c.seed, c.names)
+    return SentenceTask(c, core.names, c.pairs, core.values, core.pair_of, core.fact_of, core.implication_of, core.train, core.test)
+
+
+# ---------------------------------------------------------------------------------------------
+# Metric
+# ---------------------------------------------------------------------------------------------
+
+
+def mean_rank(scores: Tensor | Sequence[Sequence[float]], answer: Tensor | Sequence[int]) -> float:
+    """Mean 0-indexed rank of the correct candidate: 0 = always ranked first.
+
+    The rank of one question is the number of candidates scored strictly higher than the answer,
+    plus half the number of *other* candidates tied with it (the expected rank under random
+    tie-breaking, so a model that scores every candidate alike gets chance, ``(k - 1) / 2``).
+
+    Args:
+        scores: ``(n_questions, n_candidates)`` float, higher = more likely (e.g. a language model's
+            log-probability of each candidate); or a list of 1-D score lists of varying lengths.
+        answer: ``(n_questions,)`` int, index of the correct candidate in each row.
+
+    Raises:
+        ValueError: no questions, a row without candidates, an answer index outside its row (the
+            candidate list does not contain the answer), mismatched lengths, or non-finite scores.
+    """
+    if isinstance(scores, Tensor) and scores.ndim != 2:
+        raise ValueError(f"scores must be 2-D (n_questions, n_candidates), got shape {tuple(scores.shape)}")
+    rows = [torch.as_tensor(r, dtype=torch.float64).flatten().cpu() for r in scores]
+    answers = torch.as_tensor(answer).flatten().tolist()
+    if not rows:
+        raise ValueError("empty evaluation set: no questions to rank")
+    if len(answers) != len(rows):
+        raise ValueError(f"got {len(rows)} score rows but {len(answers)} answers")
+    total = 0.0
+    for i, (row, a) in enumerate(zip(rows, answers)):
+        if not isinstance(a, int) or not 0 <= a < len(row):
+            raise ValueError(f"question {i}: answer index {a!r} is not among its {len(row)} candidates "
+                             f"(the candidate list must contain the answer)")
+        if not torch.isfinite(row).all():
+            raise ValueError(f"question {i}: scores must be finite, got {row.tolist()}")
+        higher = (row > row[a]).sum().item()
+        tied = (row == row[a]).sum().item() - 1
+        total += higher + 0.5 * tied
+    return total / len(rows)
