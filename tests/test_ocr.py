@@ -315,3 +315,44 @@ def test_bad_train_fraction(fraction):
 def test_bad_input_raises_value_error(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+# --- exercise checks -----------------------------------------------------------------------------
+
+from lib.checks import CheckFailed, check_mean_rank, check_split_subjects  # noqa: E402
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+def test_check_split_subjects():
+    check_split_subjects(split_subjects)
+    with pytest.raises(CheckFailed, match="not implemented"):
+        check_split_subjects(_stub)
+
+    def banker(group_of, fraction):  # Python's round() sends 1.5 to 2 but 0.5 to 0
+        groups = {}
+        for i, g in enumerate(group_of):
+            groups.setdefault(g, []).append(i)
+        train = sorted(i for m in groups.values() for i in m[:round(fraction * len(m))])
+        return train, sorted(set(range(len(group_of))) - set(train))
+
+    with pytest.raises(CheckFailed, match="differs"):
+        check_split_subjects(banker)
+    with pytest.raises(CheckFailed, match="differs"):
+        check_split_subjects(lambda g, f: split_subjects(g, f)[::-1])
+
+
+def test_check_mean_rank():
+    check_mean_rank(mean_rank)
+    with pytest.raises(CheckFailed, match="not implemented"):
+        check_mean_rank(_stub)
+
+    def ties_ignored(scores, answer):
+        return (scores > scores.gather(1, answer[:, None])).sum(1).float().mean().item()
+
+    with pytest.raises(CheckFailed, match="differs"):
+        check_mean_rank(ties_ignored)
+    with pytest.raises(CheckFailed, match="differs"):  # 1-indexed
+        check_mean_rank(lambda s, a: mean_rank(s, a) + 1)
