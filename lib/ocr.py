@@ -426,13 +426,14 @@ class SymbolicTask:
 
     def kind_of(self, token_id: int) -> str:
         """``"subject"``, ``"relation"``, ``"fact value"``, ``"implication value"``, ``"noise"`` or ``"EOS"``."""
-        blocks = self._blocks()
+        blocks = self.token_blocks()
         for kind, (lo, hi) in blocks.items():
             if lo <= token_id < hi:
                 return kind
         raise ValueError(f"token id {token_id} outside [0, {self.vocab_size})")
 
-    def _blocks(self) -> dict[str, tuple[int, int]]:
+    def token_blocks(self) -> dict[str, tuple[int, int]]:
+        """Kind -> half-open range ``(first id, last id + 1)`` of its tokens, in vocabulary order."""
         n_s, n_r, n_v = len(self.subject_ids), 2 * len(self.pair_names), len(self.fact_value_ids)
         edges = [0, n_s, n_s + n_r, n_s + n_r + n_v, n_s + n_r + 2 * n_v, n_s + n_r + 2 * n_v + len(self.noise_ids), self.vocab_size]
         kinds = ("subject", "relation", "fact value", "implication value", "noise", "EOS")
@@ -441,7 +442,7 @@ class SymbolicTask:
     @property
     def relation_ids(self) -> Tensor:
         """(2 * n_pairs,) int64: r1 and r2 token of each pair, in that order."""
-        lo, hi = self._blocks()["relation"]
+        lo, hi = self.token_blocks()["relation"]
         return torch.arange(lo, hi)
 
     def subjects_of(self, group: str) -> Tensor:
@@ -792,3 +793,14 @@ def mean_rank(scores: Tensor | Sequence[Sequence[float]], answer: Tensor | Seque
         tied = (row == row[a]).sum().item() - 1
         total += higher + 0.5 * tied
     return total / len(rows)
+
+
+def markdown_table(rows: Sequence[dict[str, object]]) -> str:
+    """A Markdown table of ``rows`` (dicts with the same keys), for ``IPython.display.Markdown``."""
+    if not rows:
+        raise ValueError("no rows to show")
+    keys = list(rows[0])
+    cell = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(cell(r[k]) for k in keys) + " |" for r in rows]
+    return "\n".join(lines)
