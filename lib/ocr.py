@@ -382,7 +382,7 @@ class SymbolicConfig:
                 f"position {self.seq_len - 2}: the relation token; position {self.seq_len - 1}: EOS, where the answer is predicted")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SymbolicTask:
     """The symbolic OCR task: vocabulary, who-has-what tensors, and sequence samplers.
 
@@ -392,7 +392,7 @@ class SymbolicTask:
 
     A sequence ``x`` (seq_len,) is: noise tokens, the subject at a random position in
     ``[0, seq_len - 2)``, the relation at ``seq_len - 2``, EOS at ``seq_len - 1``; its answer ``y``
-    is the value that relation gives the subject.
+    is the value that relation gives the subject. Compared by identity (it holds tensors).
     """
 
     config: SymbolicConfig

@@ -356,3 +356,42 @@ def test_check_mean_rank():
         check_mean_rank(ties_ignored)
     with pytest.raises(CheckFailed, match="differs"):  # 1-indexed
         check_mean_rank(lambda s, a: mean_rank(s, a) + 1)
+
+
+# --- figures and tables --------------------------------------------------------------------------
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from lib import plot  # noqa: E402
+from lib.ocr import markdown_table  # noqa: E402
+
+
+def test_figures(five):
+    is_train = torch.zeros(80, dtype=torch.bool)
+    is_train[five.train_subjects] = True
+    fig = plot.ocr_split(five.fact_of - five.fact_value_ids[0], is_train, [five.tokens[b] for b in five.fact_value_ids.tolist()],
+                         pair_of=five.pair_of, pair_names=five.pair_names)
+    assert isinstance(fig, Figure)
+    x, y = five.sample("test_facts", 4, torch.Generator())
+    kinds = [[five.kind_of(t) for t in row.tolist()] for row in x]
+    grid = torch.tensor([[("noise", "subject", "relation", "EOS").index(k) for k in row] for row in kinds])
+    assert isinstance(plot.ocr_token_layout(five.decode(x[0]), kinds[0], five.tokens[y[0]], kind_grid=grid), Figure)
+    with pytest.raises(ValueError, match="kinds"):
+        plot.ocr_token_layout(["a"], ["vowel"], "b")
+    plt.close("all")
+
+
+def test_kinds_and_markdown(minimal):
+    assert [minimal.kind_of(i) for i in (0, 80, 82, 102, 122, 127)] == ["subject", "relation", "fact value", "implication value", "noise", "EOS"]
+    assert torch.equal(minimal.relation_ids, torch.tensor([80, 81]))
+    with pytest.raises(ValueError):
+        minimal.kind_of(128)
+    with pytest.raises(ValueError):
+        minimal.decode([0, 500])
+    assert markdown_table([{"a": 1, "b": "x|y"}]) == "| a | b |\n|---|---|\n| 1 | x\\|y |"
+    with pytest.raises(ValueError):
+        markdown_table([])
