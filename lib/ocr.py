@@ -155,8 +155,8 @@ PAIRS: tuple[RelationPair, ...] = (
         ("{s} listens to", "Q: Which music does {s} listen to?\nA:"),
     ),
 )
-"""The paper's five fact -> implication pairs: one causal and true, one counterfactual (same cities,
-deliberately wrong languages), one true but unrelated to language, two arbitrary."""
+"""The paper's five fact -> implication pairs: one true and causal (city -> language), one counterfactual
+(cities with deliberately wrong languages), one true (real calling codes), two arbitrary pairings."""
 
 
 def minimal_pair(n_facts: int) -> RelationPair:
@@ -171,8 +171,6 @@ def minimal_pair(n_facts: int) -> RelationPair:
 _ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "kl", "tr", "sh", "th")
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ei", "ou")
 _CODAS = ("", "", "", "n", "r", "s", "l", "x", "th", "m")
-
-
 _RESERVED = frozenset(w.lower() for p in PAIRS for b, c in p.implication_map for w in (b, c, p.fact_relation, p.implication_relation))
 
 
