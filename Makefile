@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Quiet progress bars in tests and in the rendered book (they would show as dead widgets there).
 export CIRCUITS_PROGRESS := 0
-# Tame thread oversubscription when two pytest workers share a 2-core machine.
+# pytest-xdist workers for `make test` (whole notebooks per worker: --dist loadfile).
 JOBS   ?= 2
 
 .PHONY: setup book test serve student bench clean
@@ -24,11 +24,11 @@ $(STAMP): requirements.txt pyproject.toml
 
 book: $(STAMP)
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
-	$(PY) -m pytest -q tests/test_book_html.py tests/test_browser.py
+	$(PY) -m pytest -q -m built_book tests
 	@echo "Book built: file://$(CURDIR)/_build/html/index.html"
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env tests chapters
+	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -m "not built_book" tests chapters
 
 student: $(STAMP)
 	$(PY) scripts/make_student.py student

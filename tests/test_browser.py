@@ -29,7 +29,8 @@ SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run"]
 
-pytestmark = pytest.mark.skipif(not (HTML / "index.html").is_file(), reason="book not built; run `make book`")
+# Checks of `make book`'s output: `make book` runs them right after building (marker built_book).
+pytestmark = [pytest.mark.built_book, pytest.mark.skipif(not (HTML / "index.html").is_file(), reason="book not built; run `make book`")]
 
 
 def chromium_path() -> str:
