@@ -69,6 +69,38 @@ def compare(
 # ---------------------------------------------------------------------------------------------
 
 
+def check_split_subjects(split_subjects: Callable[[Sequence[Any], float], tuple[list[int], list[int]]]) -> None:
+    """Chapter 1: the learner's ``split_subjects(group_of, train_fraction) -> (train, test)``."""
+    from lib import ocr
+
+    minimal = ocr.build_symbolic()
+    cases = [
+        ([0, 1, 0, 1, 0, 1, 0, 1, 0, 1], 0.2),
+        ([2, 2, 2, 0, 0, 0, 0, 1, 1, 1], 0.25),  # groups of 3 and 4: 0.75 -> 1 and 1.0 -> 1
+        (["b", "a", "b", "a", "a", "b", "b"], 0.5),  # string labels; 2 of 4 "b", 1.5 -> 2 of 3 "a"
+        (minimal.fact_of.tolist(), 0.25),  # the minimal experiment: one in four subjects per fact trains
+        ([0] * 5 + [1] * 5 + [2] * 10, 0.4),
+        ([1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1], 0.5),  # 2.5 rounds half up to 3 (Python's round() gives 2)
+    ]
+    compare("split_subjects", split_subjects, ocr.split_subjects, cases)
+
+
+def check_mean_rank(mean_rank: Callable[[torch.Tensor, torch.Tensor], float]) -> None:
+    """Chapter 1: the learner's ``mean_rank(scores (n, k), answer (n,)) -> float``."""
+    from lib import ocr
+
+    g = torch.Generator().manual_seed(0)
+    cases = [
+        (torch.tensor([[3.0, 1.0, 2.0]]), torch.tensor([0])),  # ranked first: 0
+        (torch.tensor([[3.0, 1.0, 2.0]]), torch.tensor([1])),  # ranked last: 2
+        (torch.tensor([[0.5, 0.2], [0.1, 0.9], [1.0, 4.0]]), torch.tensor([0, 0, 1])),
+        (torch.zeros(2, 5), torch.tensor([0, 3])),  # all tied: the expected rank, (5 - 1) / 2
+        (torch.tensor([[1.0, 2.0, 2.0, 0.0]]), torch.tensor([1])),  # one tie above nothing: 0.5
+        (torch.randn(50, 8, generator=g), torch.randint(0, 8, (50,), generator=g)),
+    ]
+    compare("mean_rank", mean_rank, ocr.mean_rank, cases)
+
+
 # ---------------------------------------------------------------------------------------------
 # Induction heads (chapters 5-7)
 # ---------------------------------------------------------------------------------------------

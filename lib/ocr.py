@@ -1,0 +1,804 @@
+"""The out-of-context reasoning (OCR) task of Huang et al. (2025, arXiv 2506.10887).
+
+An implication rule ``(s, r1, b_i) => (s, r2, c_i)`` for every subject ``s``: "people who live in
+Paris speak French". Training shows every subject's *fact* ``(r1, b)`` but the *implication*
+``(r2, c)`` only for a few subjects; the test asks for the implication of the others.
+
+One task, built deterministically from a seed, rendered two ways:
+
+- **symbolic form** (:func:`build_symbolic` -> :class:`SymbolicTask`): one token per subject,
+  relation and value, sequences of noise tokens for the one-layer attention model;
+- **sentence form** (:func:`build_sentences` -> :class:`SentenceTask`): natural sentences and
+  questions with candidate lists, for language models, scored with :func:`mean_rank`.
+
+Both share the split (:func:`assign_groups`, :func:`split_subjects`): subjects are dealt into one
+subset per relation pair, each subject gets a fact value of its pair, and within every fact value
+the first subjects (in index order) have their implication in training, the rest are held out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+# ---------------------------------------------------------------------------------------------
+# Relation pairs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RelationPair:
+    """One fact -> implication rule and the words that render it.
+
+    Attributes:
+        name: short label, e.g. ``"city -> language"``.
+        fact_relation: the relation r1 in words (``"lives in"``); also its symbolic token name.
+        implication_relation: the relation r2 in words (``"speaks"``).
+        implication_map: ``((b_1, c_1), (b_2, c_2), ...)``: fact value -> implication value, one-to-one.
+        fact_templates: sentences stating a fact; ``{s}`` is the subject, ``{b}`` the fact value.
+        implication_templates: sentences stating an implication; ``{s}`` and ``{c}``.
+        questions: evaluation prompts with ``{s}``; a candidate is appended after one space.
+        tag: appended to this pair's symbolic token names to keep them apart from another pair's
+            (the counterfactual pair uses the same words as the true one).
+    """
+
+    name: str
+    fact_relation: str
+    implication_relation: str
+    implication_map: tuple[tuple[str, str], ...]
+    fact_templates: tuple[str, ...] = ("{s} {r1} {b}.",)
+    implication_templates: tuple[str, ...] = ("{s} {r2} {c}.",)
+    questions: tuple[str, ...] = ("{s} {r2}",)
+    tag: str = ""
+
+    def __post_init__(self) -> None:
+        facts = [b for b, _ in self.implication_map]
+        if not facts:
+            raise ValueError(f"pair {self.name!r}: implication_map is empty")
+        first: dict[str, str] = {}
+        for b, c in self.implication_map:
+            if b in first and first[b] != c:
+                raise ValueError(f"pair {self.name!r}: implication map is not a function: {b!r} maps to both {first[b]!r} and {c!r}")
+            if b in first:
+                raise ValueError(f"pair {self.name!r}: duplicate fact value {b!r}")
+            first[b] = c
+        _no_duplicates([c for _, c in self.implication_map], f"implication values in pair {self.name!r} (the map must be one-to-one)")
+        for kind, templates, needs in (
+            ("fact_templates", self.fact_templates, ("{s}", "{b}")),
+            ("implication_templates", self.implication_templates, ("{s}", "{c}")),
+            ("questions", self.questions, ("{s}",)),
+        ):
+            if not templates:
+                raise ValueError(f"pair {self.name!r}: {kind} is empty")
+            for t in templates:
+                missing = [n for n in needs if n not in t]
+                if missing:
+                    raise ValueError(f"pair {self.name!r}: template {t!r} in {kind} lacks {missing}")
+
+    @property
+    def fact_values(self) -> tuple[str, ...]:
+        return tuple(b for b, _ in self.implication_map)
+
+    def implication(self, fact_value: str) -> str:
+        """The implication value c of fact value b."""
+        return dict(self.implication_map)[fact_value]
+
+
+def _no_duplicates(values: Sequence[str], what: str) -> None:
+    seen: set[str] = set()
+    dup = sorted({v for v in values if v in seen or seen.add(v)})
+    if dup:
+        raise ValueError(f"duplicate {what}: {dup[:5]}{' ...' if len(dup) > 5 else ''}")
+
+
+# Real capitals and the (main) language spoken there: every language appears once, so the map is one-to-one.
+CITY_LANGUAGE = (
+    ("Paris", "French"), ("Berlin", "German"), ("Madrid", "Spanish"), ("Rome", "Italian"),
+    ("Tokyo", "Japanese"), ("Beijing", "Chinese"), ("Moscow", "Russian"), ("Lisbon", "Portuguese"),
+    ("Athens", "Greek"), ("Stockholm", "Swedish"), ("Warsaw", "Polish"), ("Cairo", "Arabic"),
+    ("Ankara", "Turkish"), ("Seoul", "Korean"), ("Amsterdam", "Dutch"), ("Bangkok", "Thai"),
+    ("Hanoi", "Vietnamese"), ("Helsinki", "Finnish"), ("Budapest", "Hungarian"), ("Prague", "Czech"),
+)
+# The counterfactual rule: city i gets the true language of city i + 7 (mod 20). A shift by 7 of
+# 20 moves every city, so no city keeps its true language (a fixed, deliberate derangement).
+COUNTERFACTUAL_SHIFT = 7
+CITY_LANGUAGE_COUNTERFACTUAL = tuple(
+    (city, CITY_LANGUAGE[(i + COUNTERFACTUAL_SHIFT) % len(CITY_LANGUAGE)][1]) for i, (city, _) in enumerate(CITY_LANGUAGE)
+)
+# Real international calling codes.
+COUNTRY_CODE = (
+    ("France", "+33"), ("Germany", "+49"), ("Spain", "+34"), ("Italy", "+39"), ("Japan", "+81"),
+    ("China", "+86"), ("Brazil", "+55"), ("India", "+91"), ("Mexico", "+52"), ("Egypt", "+20"),
+    ("Australia", "+61"), ("South Korea", "+82"), ("Turkey", "+90"), ("Greece", "+30"), ("Sweden", "+46"),
+    ("Poland", "+48"), ("Argentina", "+54"), ("the Netherlands", "+31"), ("Norway", "+47"), ("Thailand", "+66"),
+)
+# Arbitrary pairings: nothing links a profession to a colour or a sport to a music genre.
+PROFESSION_COLOUR = (
+    ("doctor", "red"), ("lawyer", "blue"), ("baker", "green"), ("pilot", "yellow"), ("teacher", "purple"),
+    ("nurse", "orange"), ("farmer", "pink"), ("plumber", "brown"), ("chef", "grey"), ("dentist", "black"),
+    ("painter", "white"), ("journalist", "turquoise"),
+)
+SPORT_MUSIC = (
+    ("tennis", "jazz"), ("football", "reggae"), ("basketball", "techno"), ("golf", "opera"), ("rugby", "blues"),
+    ("volleyball", "hip hop"), ("cricket", "country"), ("baseball", "salsa"), ("hockey", "punk"),
+    ("badminton", "disco"), ("handball", "folk"), ("squash", "heavy metal"),
+)
+
+_CITY_FACTS = ("{s} lives in {b}.", "{s} has made a home in {b}.", "{s} is a resident of {b}.")
+_CITY_IMPLICATIONS = ("{s} speaks {c}.", "{s} is fluent in {c}.", "The language {s} speaks is {c}.")
+_CITY_QUESTIONS = ("{s} speaks", "Q: Which language does {s} speak?\nA:")
+
+PAIRS: tuple[RelationPair, ...] = (
+    RelationPair("city -> language", "lives in", "speaks", CITY_LANGUAGE, _CITY_FACTS, _CITY_IMPLICATIONS, _CITY_QUESTIONS),
+    RelationPair("city -> language (counterfactual)", "lives in", "speaks", CITY_LANGUAGE_COUNTERFACTUAL,
+                 _CITY_FACTS, _CITY_IMPLICATIONS, _CITY_QUESTIONS, tag=" (cf)"),
+    RelationPair(
+        "country -> calling code", "comes from", "has a phone number starting with", COUNTRY_CODE,
+        ("{s} comes from {b}.", "{s} was born in {b}.", "{s} is a citizen of {b}."),
+        ("{s}'s phone number starts with {c}.", "To call {s}, dial {c} first.", "{s} has a phone number beginning with {c}."),
+        ("{s}'s phone number starts with", "Q: Which calling code does {s}'s phone number use?\nA:"),
+    ),
+    RelationPair(
+        "profession -> colour", "works as a", "likes the colour", PROFESSION_COLOUR,
+        ("{s} works as a {b}.", "{s} is a {b} by trade.", "By profession, {s} is a {b}."),
+        ("{s}'s favourite colour is {c}.", "{s} loves the colour {c}.", "{s} likes {c} more than any other colour."),
+        ("{s}'s favourite colour is", "Q: What is {s}'s favourite colour?\nA:"),
+    ),
+    RelationPair(
+        "sport -> music", "plays", "listens to", SPORT_MUSIC,
+        ("{s} plays {b}.", "{s} spends the weekends playing {b}.", "{s}'s sport is {b}."),
+        ("{s} listens to {c}.", "{s}'s favourite music is {c}.", "{s} enjoys listening to {c}."),
+        ("{s} listens to", "Q: Which music does {s} listen to?\nA:"),
+    ),
+)
+"""The paper's five fact -> implication pairs: one true and causal (city -> language), one counterfactual
+(cities with deliberately wrong languages), one true (real calling codes), two arbitrary pairings."""
+
+
+def minimal_pair(n_facts: int) -> RelationPair:
+    """The paper's minimal experiment: abstract facts ``b0 .. b{n-1}``, ``b_i -> c_i``, relations r1 / r2."""
+    return RelationPair("r1 -> r2", "r1", "r2", tuple((f"b{i}", f"c{i}") for i in range(n_facts)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Fictitious names
+# ---------------------------------------------------------------------------------------------
+
+_ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "kl", "tr", "sh", "th")
+_VOWELS = ("a", "e", "i", "o", "u", "ai", "ei", "ou")
+_CODAS = ("", "", "", "n", "r", "s", "l", "x", "th", "m")
+_RESERVED = frozenset(w.lower() for p in PAIRS for b, c in p.implication_map for w in (b, c, p.fact_relation, p.implication_relation))
+
+
+def _word(generator: torch.Generator, syllables: int) -> str:
+    picks = torch.randint(0, 1 << 30, (2 * syllables + 1,), generator=generator).tolist()
+    parts = [_ONSETS[picks[2 * i] % len(_ONSETS)] + _VOWELS[picks[2 * i + 1] % len(_VOWELS)] for i in range(syllables)]
+    return ("".join(parts) + _CODAS[picks[-1] % len(_CODAS)]).capitalize()
+
+
+def fictitious_names(n: int, seed: int = 0) -> list[str]:
+    """``n`` distinct invented "First Last" names made of random syllables, the same for the same seed.
+
+    The syllables are drawn at random, so the names are not those of real people (no list of real
+    names is involved); a clash with a real name would be a coincidence. Words that are values or
+    relations of :data:`PAIRS` (a syllable name can spell "Paris") are never used.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a non-negative integer, got {n!r}")
+    generator = torch.Generator().manual_seed(_check_seed(seed))
+    names: list[str] = []
+    seen: set[str] = set()
+    while len(names) < n:
+        first, last = _word(generator, 2), _word(generator, 2 + (len(names) % 2))
+        if first.lower() in _RESERVED or last.lower() in _RESERVED:
+            continue  # a person called "Paris" or "Rome" would blur subject and fact
+        name = f"{first} {last}"
+        if name not in seen:
+            seen.add(name)
+            names.append(name)
+    return names
+
+
+def _check_seed(seed: int) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
+    return seed
+
+
+# ---------------------------------------------------------------------------------------------
+# The split, shared by both renderings
+# ---------------------------------------------------------------------------------------------
+
+
+def assign_groups(n_subjects: int, n_subsets: int, values_per_subset: int, generator: torch.Generator) -> tuple[list[int], list[int]]:
+    """Deal subjects into subsets and, within each subset, onto fact values.
+
+    A random permutation ``order`` of the subjects is dealt round-robin: ``order[k]`` goes to subset
+    ``k % n_subsets`` and, as the ``m = k // n_subsets``-th member of that subset, gets value
+    ``m % values_per_subset``. Sizes therefore differ by at most one.
+
+    Returns:
+        ``subset_of`` and ``value_of``: lists of length ``n_subjects``.
+    """
+    if n_subsets < 1 or values_per_subset < 1:
+        raise ValueError(f"need at least one subset and one value, got n_subsets={n_subsets}, values_per_subset={values_per_subset}")
+    if n_subjects < n_subsets:
+        raise ValueError(f"fewer subjects ({n_subjects}) than subsets ({n_subsets}): every subset needs subjects")
+    order = torch.randperm(n_subjects, generator=generator).tolist()
+    subset_of, value_of = [0] * n_subjects, [0] * n_subjects
+    for k, subject in enumerate(order):
+        subset_of[subject] = k % n_subsets
+        value_of[subject] = (k // n_subsets) % values_per_subset
+    return subset_of, value_of
+
+
+def split_subjects(group_of: Sequence[int], train_fraction: float) -> tuple[list[int], list[int]]:
+    """Choose whose implication is seen in training: in every group, the first subjects train.
+
+    Args:
+        group_of: ``group_of[i]`` is subject i's group (here: its fact value), any hashable labels.
+        train_fraction: in a group of ``size`` subjects, the ``int(train_fraction * size + 0.5)``
+            (rounded half up) with the smallest indices train; the others are test subjects.
+
+    Returns:
+        ``(train, test)``: sorted subject indices.
+
+    Raises:
+        ValueError: ``train_fraction`` outside (0, 1), no subjects, or a group left with no training
+            or no test subject.
+    """
+    if isinstance(train_fraction, bool) or not isinstance(train_fraction, (int, float)) or not 0 < train_fraction < 1:
+        raise ValueError(f"train_fraction must be a number strictly between 0 and 1, got {train_fraction!r}")
+    return _split(group_of, lambda size: _round_half_up(train_fraction * size), f"train_fraction={train_fraction}")
+
+
+def _round_half_up(x: float) -> int:
+    return int(math.floor(x + 0.5))
+
+
+def _split(group_of: Sequence[int], n_train: Callable[[int], int], rule: str) -> tuple[list[int], list[int]]:
+    if len(group_of) == 0:
+        raise ValueError("no subjects to split")
+    members: dict = {}
+    for subject, group in enumerate(group_of):
+        members.setdefault(group, []).append(subject)
+    train, test = [], []
+    for group, subjects in members.items():
+        k = n_train(len(subjects))
+        if not 0 < k < len(subjects):
+            side = "no training subject" if k <= 0 else "no test subject"
+            raise ValueError(f"group {group!r} has {len(subjects)} subjects: with {rule} it is left with {side}; "
+                             f"use more subjects or change the split")
+        train += subjects[:k]
+        test += subjects[k:]
+    return sorted(train), sorted(test)
+
+
+@dataclass(frozen=True)
+class _Core:
+    """The task before rendering: who has which fact and implication, and who trains."""
+
+    names: list[str]
+    pairs: tuple[RelationPair, ...]
+    values: list[list[str]]  # per pair, the chosen fact values (in the pair's list order)
+    pair_of: list[int]
+    fact_of: list[str]
+    implication_of: list[str]
+    train: list[int]
+    test: list[int]
+
+
+def _build_core(pairs: tuple[RelationPair, ...], n_subjects: int, values_per_pair: int,
+                n_train: Callable[[int], int], rule: str, seed: int, names: Sequence[str] | None = None) -> _Core:
+    _check_seed(seed)
+    if not pairs:
+        raise ValueError("need at least one relation pair")
+    _no_duplicates([p.name for p in pairs], "relation pair names")
+    generator = torch.Generator().manual_seed(seed)
+    if names is None:
+        names = fictitious_names(n_subjects, seed)
+    else:
+        names = [str(n) for n in names]
+        if len(names) != n_subjects:
+            raise ValueError(f"got {len(names)} names for n_subjects={n_subjects}")
+        _no_duplicates(names, "subject names")
+    # Choose each pair's fact values; a fact value already used by an earlier pair is not reused, so
+    # the true and the counterfactual city pairs use different cities and never contradict each other.
+    values, used = [], set()
+    for pair in pairs:
+        free = [b for b in pair.fact_values if b not in used]
+        if len(free) < values_per_pair:
+            raise ValueError(f"pair {pair.name!r} has only {len(free)} unused fact values, "
+                             f"values_per_pair={values_per_pair} asks for more")
+        pick = sorted(torch.randperm(len(free), generator=generator)[:values_per_pair].tolist())
+        chosen = [free[i] for i in pick]
+        used.update(chosen)
+        values.append(chosen)
+    subset_of, value_of = assign_groups(n_subjects, len(pairs), values_per_pair, generator)
+    fact_of = [values[p][v] for p, v in zip(subset_of, value_of)]
+    implication_of = [pairs[p].implication(b) for p, b in zip(subset_of, fact_of)]
+    groups = [p * values_per_pair + v for p, v in zip(subset_of, value_of)]
+    train, test = _split(groups, n_train, rule)
+    return _Core(list(names), pairs, values, subset_of, fact_of, implication_of, train, test)
+
+
+# ---------------------------------------------------------------------------------------------
+# Symbolic form (one-layer attention model)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SymbolicConfig:
+    """The symbolic task; defaults are the paper's minimal experiment.
+
+    Attributes:
+        n_subjects: fictitious subjects, one token each.
+        n_facts: fact values b_1..b_n, each with its own implication value c_i (one-to-one). With
+            ``five_pairs`` they are shared out evenly: ``n_facts / 5`` values per relation pair.
+        train_per_fact: subjects per fact value whose implication is seen in training (paper: 1,
+            so with 4 subjects per value 25% of subjects train).
+        seq_len: tokens per input sequence, EOS last; the prediction is read at EOS.
+        n_noise: distinct noise tokens filling the positions not used by subject, relation and EOS.
+        five_pairs: False: one r1/r2 relation pair (the minimal experiment); True: the five pairs of
+            :data:`PAIRS`, each on its own subset of subjects with its own r1/r2 tokens.
+        seed: everything (names, split, value choice) follows from it.
+    """
+
+    n_subjects: int = 80
+    n_facts: int = 20
+    train_per_fact: int = 1
+    seq_len: int = 16
+    n_noise: int = 5
+    five_pairs: bool = False
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("n_subjects", "n_facts", "train_per_fact", "seq_len", "n_noise"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "n_noise" else 1):
+                raise ValueError(f"{name} must be a {'non-negative' if name == 'n_noise' else 'positive'} integer, got {value!r}")
+        _check_seed(self.seed)
+        if self.seq_len < 3:
+            raise ValueError(f"seq_len={self.seq_len} is too short for the layout: it needs a subject, a relation and EOS (at least 3)")
+        if self.seq_len > 3 and self.n_noise < 1:
+            raise ValueError(f"n_noise must be >= 1 when seq_len > 3 (seq_len={self.seq_len} leaves {self.seq_len - 3} noise positions)")
+        if self.five_pairs and self.n_facts % len(PAIRS):
+            raise ValueError(f"with five_pairs, n_facts must be a multiple of {len(PAIRS)} (values per pair), got {self.n_facts}")
+
+    @property
+    def n_pairs(self) -> int:
+        return len(PAIRS) if self.five_pairs else 1
+
+    @property
+    def layout(self) -> str:
+        """The token layout of one sequence, in words."""
+        return (f"positions 0..{self.seq_len - 3}: noise tokens, with the subject at one random position among them; "
+                f"position {self.seq_len - 2}: the relation token; position {self.seq_len - 1}: EOS, where the answer is predicted")
+
+
+@dataclass(frozen=True, eq=False)
+class SymbolicTask:
+    """The symbolic OCR task: vocabulary, who-has-what tensors, and sequence samplers.
+
+    Token ids are laid out in blocks: subjects, relation tokens (r1 then r2 of each pair), fact
+    values, implication values, noise tokens, EOS. ``implication_value_ids[i]`` is the implication
+    of ``fact_value_ids[i]``. Every tensor attribute is int64 on the CPU.
+
+    A sequence ``x`` (seq_len,) is: noise tokens, the subject at a random position in
+    ``[0, seq_len - 2)``, the relation at ``seq_len - 2``, EOS at ``seq_len - 1``; its answer ``y``
+    is the value that relation gives the subject. Compared by identity (it holds tensors).
+    """
+
+    config: SymbolicConfig
+    tokens: list[str]
+    vocab_size: int
+    subject_ids: Tensor
+    fact_of: Tensor
+    implication_of: Tensor
+    fact_relation_of: Tensor
+    implication_relation_of: Tensor
+    pair_of: Tensor
+    pair_names: list[str]
+    train_subjects: Tensor
+    test_subjects: Tensor
+    fact_value_ids: Tensor
+    implication_value_ids: Tensor
+    noise_ids: Tensor
+    eos_id: int
+    _device_cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    GROUPS = ("train_facts", "test_facts", "train_implications", "test_implications")
+
+    # --- descriptions -------------------------------------------------------------------------
+    def decode(self, ids: Tensor | Sequence[int]) -> list[str]:
+        """Token names of a 1-D sequence of ids."""
+        ids = ids.tolist() if isinstance(ids, Tensor) else list(ids)
+        bad = [i for i in ids if not 0 <= int(i) < self.vocab_size]
+        if bad:
+            raise ValueError(f"token ids {bad[:5]} outside [0, {self.vocab_size})")
+        return [self.tokens[int(i)] for i in ids]
+
+    def kind_of(self, token_id: int) -> str:
+        """``"subject"``, ``"relation"``, ``"fact value"``, ``"implication value"``, ``"noise"`` or ``"EOS"``."""
+        blocks = self.token_blocks()
+        for kind, (lo, hi) in blocks.items():
+            if lo <= token_id < hi:
+                return kind
+        raise ValueError(f"token id {token_id} outside [0, {self.vocab_size})")
+
+    def token_blocks(self) -> dict[str, tuple[int, int]]:
+        """Kind -> half-open range ``(first id, last id + 1)`` of its tokens, in vocabulary order."""
+        n_s, n_r, n_v = len(self.subject_ids), 2 * len(self.pair_names), len(self.fact_value_ids)
+        edges = [0, n_s, n_s + n_r, n_s + n_r + n_v, n_s + n_r + 2 * n_v, n_s + n_r + 2 * n_v + len(self.noise_ids), self.vocab_size]
+        kinds = ("subject", "relation", "fact value", "implication value", "noise", "EOS")
+        return {k: (edges[i], edges[i + 1]) for i, k in enumerate(kinds)}
+
+    @property
+    def relation_ids(self) -> Tensor:
+        """(2 * n_pairs,) int64: r1 and r2 token of each pair, in that order."""
+        lo, hi = self.token_blocks()["relation"]
+        return torch.arange(lo, hi)
+
+    def subjects_of(self, group: str) -> Tensor:
+        """(n,) int64 subject indices a group draws from."""
+        self._check_group(group)
+        return self.train_subjects if group.startswith("train") else self.test_subjects
+
+    def _check_group(self, group: str) -> None:
+        if group not in self.GROUPS:
+            raise ValueError(f"unknown group {group!r}; allowed: {', '.join(self.GROUPS)}")
+
+    def _on(self, device: torch.device) -> dict[str, Tensor]:
+        key = str(device)
+        if key not in self._device_cache:
+            names = ("subject_ids", "fact_of", "implication_of", "fact_relation_of", "implication_relation_of",
+                     "train_subjects", "test_subjects", "noise_ids")
+            self._device_cache[key] = {n: getattr(self, n).to(device) for n in names}
+        return self._device_cache[key]
+
+    # --- sequences ----------------------------------------------------------------------------
+    def _sequences(self, group: str, subjects: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        t = self._on(subjects.device)
+        n, seq_len = len(subjects), self.config.seq_len
+        if len(t["noise_ids"]):
+            noise = torch.randint(0, len(t["noise_ids"]), (n, seq_len), generator=generator, device=subjects.device)
+            x = t["noise_ids"][noise]
+        else:
+            x = torch.empty((n, seq_len), dtype=torch.long, device=subjects.device)
+        where = torch.randint(0, seq_len - 2, (n,), generator=generator, device=subjects.device)
+        x[torch.arange(n, device=subjects.device), where] = t["subject_ids"][subjects]
+        fact = group.endswith("facts")
+        x[:, -2] = (t["fact_relation_of"] if fact else t["implication_relation_of"])[subjects]
+        x[:, -1] = self.eos_id
+        y = (t["fact_of"] if fact else t["implication_of"])[subjects]
+        return x, y
+
+    def sample(self, group: str, n: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """``n`` random examples of one group, fresh noise layout each call, made on ``generator.device``.
+
+        Returns:
+            ``x`` (n, seq_len) int64 with EOS last, ``y`` (n,) int64 answer token id.
+        """
+        self._check_group(group)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        if not isinstance(generator, torch.Generator):
+            raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        pool = self._on(generator.device)["train_subjects" if group.startswith("train") else "test_subjects"]
+        pick = torch.randint(0, len(pool), (n,), generator=generator, device=generator.device)
+        return self._sequences(group, pool[pick], generator)
+
+    def train_batch(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """The paper's training mix: equal thirds train_facts / train_implications / test_facts.
+
+        Fits ``lib.train.train``'s ``make_batch``. For a batch size not divisible by 3 the later
+        groups get the extra examples. Returns ``x`` (batch_size, seq_len), ``y`` (batch_size,).
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 3:
+            raise ValueError(f"batch_size must be an integer >= 3 (one example per training group), got {batch_size!r}")
+        parts = [self.sample(g, (batch_size + i) // 3, generator) for i, g in enumerate(("train_facts", "train_implications", "test_facts"))]
+        return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+    def fixed(self, group: str, per_subject: int = 1, seed: int = 0, device=None) -> tuple[Tensor, Tensor]:
+        """Deterministic evaluation set: every subject of the group ``per_subject`` times.
+
+        Rows ``[k * per_subject, (k + 1) * per_subject)`` belong to ``subjects_of(group)[k]``. The
+        noise layout depends only on ``seed`` (drawn on the CPU), not on the device.
+
+        Returns:
+            ``x`` (n_group * per_subject, seq_len) int64, ``y`` (n_group * per_subject,) int64, on ``device``.
+        """
+        self._check_group(group)
+        if isinstance(per_subject, bool) or not isinstance(per_subject, int) or per_subject < 1:
+            raise ValueError(f"per_subject must be a positive integer, got {per_subject!r}")
+        generator = torch.Generator().manual_seed(_check_seed(seed))
+        x, y = self._sequences(group, self.subjects_of(group).repeat_interleave(per_subject), generator)
+        return (x, y) if device is None else (x.to(device), y.to(device))
+
+
+def build_symbolic(config: SymbolicConfig = SymbolicConfig()) -> SymbolicTask:
+    """Build the symbolic task deterministically from ``config`` (same config -> identical task).
+
+    Raises:
+        ValueError: fewer subjects than subsets, or a fact value left with no training or no test
+            subject (needs at least ``train_per_fact + 1`` subjects per fact value), or too few
+            values in a relation pair.
+    """
+    if not isinstance(config, SymbolicConfig):
+        raise ValueError(f"config must be a SymbolicConfig, got {type(config).__name__}")
+    c = config
+    pairs = PAIRS if c.five_pairs else (minimal_pair(c.n_facts),)
+    per_pair = c.n_facts // len(pairs)
+    if c.n_subjects < len(pairs):
+        raise ValueError(f"fewer subjects ({c.n_subjects}) than subsets ({len(pairs)} relation pairs)")
+    core = _build_core(pairs, c.n_subjects, per_pair, lambda size: c.train_per_fact, f"train_per_fact={c.train_per_fact}", c.seed)
+
+    tokens: list[str] = list(core.names)
+    relation_id = {}
+    for p, pair in enumerate(pairs):
+        for r, word in ((1, pair.fact_relation), (2, pair.implication_relation)):
+            relation_id[p, r] = len(tokens)
+            tokens.append(word + pair.tag)
+    fact_id, implication_id = {}, {}
+    for p, pair in enumerate(pairs):
+        for b in core.values[p]:
+            fact_id[p, b] = len(tokens)
+            tokens.append(b + pair.tag)
+    for p, pair in enumerate(pairs):
+        for b in core.values[p]:
+            implication_id[p, b] = len(tokens)
+            tokens.append(pair.implication(b) + pair.tag)
+    noise = list(range(len(tokens), len(tokens) + c.n_noise))
+    tokens += [f"noise{i}" for i in range(c.n_noise)]
+    eos = len(tokens)
+    tokens.append("<EOS>")
+    _no_duplicates(tokens, "token names (subject names must not equal relation or value names)")
+
+    long = lambda v: torch.tensor(v, dtype=torch.long)  # noqa: E731
+    n = c.n_subjects
+    return SymbolicTask(
+        config=c,
+        tokens=tokens,
+        vocab_size=len(tokens),
+        subject_ids=torch.arange(n),
+        fact_of=long([fact_id[core.pair_of[i], core.fact_of[i]] for i in range(n)]),
+        implication_of=long([implication_id[core.pair_of[i], core.fact_of[i]] for i in range(n)]),
+        fact_relation_of=long([relation_id[core.pair_of[i], 1] for i in range(n)]),
+        implication_relation_of=long([relation_id[core.pair_of[i], 2] for i in range(n)]),
+        pair_of=long(core.pair_of),
+        pair_names=[p.name for p in pairs],
+        train_subjects=long(core.train),
+        test_subjects=long(core.test),
+        fact_value_ids=long(list(fact_id.values())),
+        implication_value_ids=long(list(implication_id.values())),
+        noise_ids=long(noise),
+        eos_id=eos,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Sentence form (language models)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SentenceConfig:
+    """The sentence task; defaults follow the paper's split (five pairs, 20% of each subset trains).
+
+    Attributes:
+        n_subjects: fictitious subjects, dealt evenly into one subset per relation pair.
+        values_per_pair: fact values used per pair (chosen from the pair's list by the seed); each
+            gets ``n_subjects / (n_pairs * values_per_pair)`` subjects (default 5).
+        train_fraction: share of each fact value's subjects whose implication is in training,
+            rounded half up per fact value (default 1 of 5 = 20%).
+        pairs: the relation pairs; default the paper's five (:data:`PAIRS`).
+        names: subject names to use instead of generated ones (must be distinct).
+        seed: everything (names, value choice, split) follows from it.
+    """
+
+    n_subjects: int = 200
+    values_per_pair: int = 8
+    train_fraction: float = 0.2
+    pairs: tuple[RelationPair, ...] = PAIRS
+    names: tuple[str, ...] | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("n_subjects", "values_per_pair"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        tf = self.train_fraction
+        if isinstance(tf, bool) or not isinstance(tf, (int, float)) or not 0 < tf < 1:
+            raise ValueError(f"train_fraction must be a number strictly between 0 and 1, got {tf!r}")
+        if not self.pairs or not all(isinstance(p, RelationPair) for p in self.pairs):
+            raise ValueError("pairs must be a non-empty tuple of RelationPair")
+        if self.n_subjects < len(self.pairs):
+            raise ValueError(f"fewer subjects ({self.n_subjects}) than subsets ({len(self.pairs)} relation pairs)")
+        if self.names is not None:
+            if len(self.names) != self.n_subjects:
+                raise ValueError(f"got {len(self.names)} names for n_subjects={self.n_subjects}")
+            _no_duplicates(list(self.names), "subject names")
+        _check_seed(self.seed)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One evaluation question: score each candidate as the continuation ``prompt + " " + candidate``.
+
+    Attributes:
+        subject: subject index.
+        pair: relation-pair index.
+        prompt: the question text (no trailing space).
+        candidates: every implication value of this relation, the answer among them.
+        answer: index of the correct candidate in ``candidates``.
+    """
+
+    subject: int
+    pair: int
+    prompt: str
+    candidates: tuple[str, ...]
+    answer: int
+
+
+def answer_index(candidates: Sequence[str], answer: str) -> int:
+    """Index of ``answer`` in ``candidates``; ValueError if the candidate list lacks it or is ambiguous."""
+    hits = [i for i, c in enumerate(candidates) if c == answer]
+    if len(hits) != 1:
+        problem = "does not contain" if not hits else f"contains {len(hits)} times"
+        raise ValueError(f"candidate list {list(candidates)} {problem} the answer {answer!r}")
+    return hits[0]
+
+
+@dataclass(frozen=True)
+class SentenceTask:
+    """The OCR task as sentences. Subjects are indices into ``names``; lists have length n_subjects.
+
+    Attributes:
+        config: how it was built.
+        names: subject names.
+        pairs: the relation pairs.
+        values: per pair, the fact values in use.
+        pair_of: subject -> pair index.
+        fact_of: subject -> fact value b (a string).
+        implication_of: subject -> implication value c.
+        train_subjects: sorted subject indices whose implication sentences are in training.
+        test_subjects: sorted subject indices whose implication is held out (their facts are trained).
+    """
+
+    config: SentenceConfig
+    names: list[str]
+    pairs: tuple[RelationPair, ...]
+    values: list[list[str]]
+    pair_of: list[int]
+    fact_of: list[str]
+    implication_of: list[str]
+    train_subjects: list[int]
+    test_subjects: list[int]
+
+    def _fill(self, template: str, subject: int) -> str:
+        pair = self.pairs[self.pair_of[subject]]
+        return template.format(s=self.names[subject], b=self.fact_of[subject], c=self.implication_of[subject],
+                               r1=pair.fact_relation, r2=pair.implication_relation)
+
+    def _check_subject(self, subject: int) -> None:
+        if isinstance(subject, bool) or not isinstance(subject, int) or not 0 <= subject < len(self.names):
+            raise ValueError(f"subject must be an index in [0, {len(self.names)}), got {subject!r}")
+
+    def fact_sentences(self, subject: int) -> list[str]:
+        """The subject's fact, once per fact template."""
+        self._check_subject(subject)
+        return [self._fill(t, subject) for t in self.pairs[self.pair_of[subject]].fact_templates]
+
+    def implication_sentences(self, subject: int) -> list[str]:
+        """The subject's implication, once per implication template."""
+        self._check_subject(subject)
+        return [self._fill(t, subject) for t in self.pairs[self.pair_of[subject]].implication_templates]
+
+    def train_sentences(self) -> list[str]:
+        """The training text: every subject's facts, and the implications of the training subjects only."""
+        facts = [s for i in range(len(self.names)) for s in self.fact_sentences(i)]
+        return facts + [s for i in self.train_subjects for s in self.implication_sentences(i)]
+
+    def candidates(self, pair: int) -> tuple[str, ...]:
+        """Candidate answers for a pair's questions: every implication value in use for the same
+        implication relation (so both city pairs share one list of languages), in order of appearance."""
+        if isinstance(pair, bool) or not isinstance(pair, int) or not 0 <= pair < len(self.pairs):
+            raise ValueError(f"pair must be an index in [0, {len(self.pairs)}), got {pair!r}")
+        relation = self.pairs[pair].implication_relation
+        seen: dict[str, None] = {}
+        for p, values in zip(self.pairs, self.values):
+            if p.implication_relation == relation:
+                seen.update(dict.fromkeys(p.implication(b) for b in values))
+        return tuple(seen)
+
+    def questions(self, group: str = "test") -> list[Question]:
+        """Every question form for every subject of ``group`` (``"test"``: held out, ``"train"``: seen)."""
+        if group not in ("train", "test"):
+            raise ValueError(f"unknown group {group!r}; allowed: train, test")
+        out = []
+        for i in self.train_subjects if group == "train" else self.test_subjects:
+            p = self.pair_of[i]
+            cands = self.candidates(p)
+            for q in self.pairs[p].questions:
+                out.append(Question(i, p, self._fill(q, i), cands, answer_index(cands, self.implication_of[i])))
+        return out
+
+    def rows(self, subjects: Sequence[int] | None = None) -> list[dict[str, str]]:
+        """Table rows (name, pair, fact, implication, split) for the given subjects (default: all)."""
+        train = set(self.train_subjects)
+        chosen = range(len(self.names)) if subjects is None else subjects
+        return [{"subject": self.names[i], "pair": self.pairs[self.pair_of[i]].name, "fact": self.fact_of[i],
+                 "implication": self.implication_of[i], "implication in training": "yes" if i in train else "no (test)"}
+                for i in chosen]
+
+
+def build_sentences(config: SentenceConfig = SentenceConfig()) -> SentenceTask:
+    """Build the sentence task deterministically from ``config`` (same config -> identical task).
+
+    Raises:
+        ValueError: a fact value left with no training or no test subject, or a pair with too few values.
+    """
+    if not isinstance(config, SentenceConfig):
+        raise ValueError(f"config must be a SentenceConfig, got {type(config).__name__}")
+    c = config
+    core = _build_core(c.pairs, c.n_subjects, c.values_per_pair, lambda size: _round_half_up(c.train_fraction * size),
+                       f"train_fraction={c.train_fraction}", c.seed, c.names)
+    return SentenceTask(c, core.names, c.pairs, core.values, core.pair_of, core.fact_of, core.implication_of, core.train, core.test)
+
+
+# ---------------------------------------------------------------------------------------------
+# Metric
+# ---------------------------------------------------------------------------------------------
+
+
+def mean_rank(scores: Tensor | Sequence[Sequence[float]], answer: Tensor | Sequence[int]) -> float:
+    """Mean 0-indexed rank of the correct candidate: 0 = always ranked first.
+
+    The rank of one question is the number of candidates scored strictly higher than the answer,
+    plus half the number of *other* candidates tied with it (the expected rank under random
+    tie-breaking, so a model that scores every candidate alike gets chance, ``(k - 1) / 2``).
+
+    Args:
+        scores: ``(n_questions, n_candidates)`` float, higher = more likely (e.g. a language model's
+            log-probability of each candidate); or a list of 1-D score lists of varying lengths.
+        answer: ``(n_questions,)`` int, index of the correct candidate in each row.
+
+    Raises:
+        ValueError: no questions, a row without candidates, an answer index outside its row (the
+            candidate list does not contain the answer), mismatched lengths, or non-finite scores.
+    """
+    if isinstance(scores, Tensor) and scores.ndim != 2:
+        raise ValueError(f"scores must be 2-D (n_questions, n_candidates), got shape {tuple(scores.shape)}")
+    rows = [torch.as_tensor(r, dtype=torch.float64).flatten().cpu() for r in scores]
+    answers = torch.as_tensor(answer).flatten().tolist()
+    if not rows:
+        raise ValueError("empty evaluation set: no questions to rank")
+    if len(answers) != len(rows):
+        raise ValueError(f"got {len(rows)} score rows but {len(answers)} answers")
+    total = 0.0
+    for i, (row, a) in enumerate(zip(rows, answers)):
+        if not isinstance(a, int) or not 0 <= a < len(row):
+            raise ValueError(f"question {i}: answer index {a!r} is not among its {len(row)} candidates "
+                             f"(the candidate list must contain the answer)")
+        if not torch.isfinite(row).all():
+            raise ValueError(f"question {i}: scores must be finite, got {row.tolist()}")
+        higher = (row > row[a]).sum().item()
+        tied = (row == row[a]).sum().item() - 1
+        total += higher + 0.5 * tied
+    return total / len(rows)
+
+
+def markdown_table(rows: Sequence[dict[str, object]]) -> str:
+    """A Markdown table of ``rows`` (dicts with the same keys), for ``IPython.display.Markdown``."""
+    if not rows:
+        raise ValueError("no rows to show")
+    keys = list(rows[0])
+    cell = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(cell(r[k]) for k in keys) + " |" for r in rows]
+    return "\n".join(lines)
