@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lib.train import TrainConfig
+from lib.train import TrainConfig, train
 
 PARAMETERIZATIONS = ("factorized", "merged")
 ATTENTIONS = ("linear", "softmax")
@@ -135,6 +135,19 @@ class OneLayer(nn.Module):
         if self.config.parameterization == "factorized":
             return (self.W_O * self.rank_mask) @ (self.W_V * self.rank_mask).transpose(1, 2)
         return self.W_OV
+
+    def effective_ov(self, query_id: int) -> Tensor:
+        """``W_OV`` with column ``z`` scaled by token ``z``'s attention score ``W_KQ[z, query_id]``: ``(S, d, d)``.
+
+        With linear attention and the last token ``query_id`` (EOS), the logits are exactly this matrix applied to
+        the bag of tokens (counts), so its entries are the signed contribution of each context token to each answer:
+        the map to read off a trained model (``ov()`` alone can have a sign flipped by a negative score).
+        """
+        if self.config.attention != "linear":
+            raise ValueError(f"effective_ov needs linear attention, got {self.config.attention!r}")
+        if not 0 <= query_id < self.config.vocab_size:
+            raise ValueError(f"query_id must be a token id in [0, {self.config.vocab_size}), got {query_id}")
+        return self.ov() * self.W_KQ[:, :, query_id][:, None, :]
 
     def scores(self, tokens: Tensor) -> Tensor:
         """Attention weights of every position as seen from the last one: ``(S, B, T)``.
@@ -270,3 +283,106 @@ def forward_reference(W_O: Tensor, W_V: Tensor, W_KQ: Tensor, tokens: Tensor) ->
     """
     X = F.one_hot(tokens, W_KQ.shape[0]).to(W_KQ.dtype)  # (T, d)
     return W_O @ W_V.T @ X.T @ X @ W_KQ @ X[-1]
+
+
+def candidate_accuracy(logits: Tensor, answers: Tensor, candidates: Tensor) -> float:
+    """Fraction of examples whose correct answer has the largest logit among ``candidates`` (e.g. the implication values).
+
+    Args:
+        logits: ``(N, V)``; answers: ``(N,)`` token ids (each one of ``candidates``); candidates: ``(K,)`` token ids.
+    """
+    match = answers[:, None] == candidates[None, :].to(answers.device)
+    if not match.any(1).all():
+        raise ValueError(f"every answer must be one of the candidates; {answers[~match.any(1)][:5].tolist()} are not in {candidates.tolist()[:10]}")
+    position = match.float().argmax(1)
+    return float((logits[:, candidates].argmax(1) == position).float().mean())
+
+
+# ----------------------------------------------------------------------------------------------------
+# Training on the symbolic OCR task (lib.ocr.SymbolicTask) and reading the learned map
+# ----------------------------------------------------------------------------------------------------
+
+TRAIN_GROUPS = ("train_facts", "train_implications", "test_facts")
+"""The three groups of the training mix (equal thirds of every batch)."""
+
+
+@dataclass
+class OCRRun:
+    """A batch of models trained on the OCR task, with losses measured at every checkpoint.
+
+    Attributes:
+        model: the trained :class:`OneLayer` (``S`` members).
+        history: :class:`lib.train.History` (batch losses ``(steps, S)``, parameter snapshots).
+        steps: ``(K,)`` checkpoint steps.
+        train_loss: ``(S, K)`` mean of the three training groups' losses (each on a fixed evaluation set).
+        test_loss: ``(S, K)`` loss on the held-out implications.
+    """
+
+    model: OneLayer
+    history: object
+    steps: Tensor
+    train_loss: Tensor
+    test_loss: Tensor
+
+
+def train_on_task(task, model_config: OneLayerConfig, train_config: TrainConfig = PAPER_TRAIN, *,
+                  eval_every: int | None = None, eval_per_subject: int = 2, device: torch.device | None = None) -> OCRRun:
+    """Train ``model_config.n_seeds`` members on ``task.train_batch`` (each member its own batches).
+
+    Args:
+        task: a ``lib.ocr.SymbolicTask``; its ``vocab_size`` must equal ``model_config.vocab_size``.
+        eval_every: measure train/test loss (and snapshot the parameters) every this many steps, plus step 0
+            and the last step; ``None`` measures only before and after training.
+        eval_per_subject: examples per subject in the fixed evaluation sets.
+    """
+    if task.vocab_size != model_config.vocab_size:
+        raise ValueError(f"model vocab_size={model_config.vocab_size} does not match the task's vocab_size={task.vocab_size}")
+    device = device or torch.device("cpu")
+    model = OneLayer(model_config).to(device)
+    every = eval_every or train_config.steps
+    steps = tuple(sorted(set(range(0, train_config.steps + 1, every)) | {train_config.steps}))
+    train_sets = [task.fixed(g, eval_per_subject, device=device) for g in TRAIN_GROUPS]
+    test_set = task.fixed("test_implications", eval_per_subject, device=device)
+
+    def evaluate(m: OneLayer) -> tuple[Tensor, Tensor]:
+        train = torch.stack([per_seed_loss(m, s) for s in train_sets]).mean(0)
+        return train, per_seed_loss(m, test_set)
+
+    config = replace(train_config, checkpoint_steps=steps)
+    history = train(model, per_seed_batches(task.train_batch, model_config.n_seeds), per_seed_loss, config, evaluate=evaluate)
+    train_loss = torch.stack([history.evals[s][0] for s in steps], 1).float().cpu()
+    test_loss = torch.stack([history.evals[s][1] for s in steps], 1).float().cpu()
+    return OCRRun(model, history, torch.tensor(steps), train_loss, test_loss)
+
+
+def subject_order(task) -> tuple[Tensor, Tensor]:
+    """Display order of the subjects: grouped by fact value, training subjects first within each group.
+
+    Returns:
+        ``order`` ``(n_subjects,)`` subject indices, and ``train_columns``: positions in ``order`` of the
+        subjects whose implication is trained.
+    """
+    n = len(task.subject_ids)
+    fact_index = (task.fact_of[:, None] == task.fact_value_ids[None, :]).float().argmax(1)
+    is_test = ~torch.isin(torch.arange(n), task.train_subjects)
+    order = torch.argsort(fact_index * 2 + is_test.long(), stable=True)
+    return order, torch.nonzero(~is_test[order]).flatten()
+
+
+def ov_blocks(ov: Tensor, task, order: Tensor | None = None, centre: bool = True) -> dict[str, Tensor]:
+    """The answer x subject blocks of one output-value matrix ``ov (d, d)``, columns in ``order``.
+
+    Args:
+        centre: subtract from every column of a block its mean over the block's rows. Adding one number to a whole
+            column of the map changes no prediction (the softmax ignores a common shift of the logits), so the
+            centred block shows only what matters: which answer value each subject prefers.
+    Returns:
+        ``{"implications": (n_values, n_subjects), "facts": (n_values, n_subjects)}``; row ``i`` of both blocks
+        belongs to the same rule ``b_i -> c_i``.
+    """
+    order = subject_order(task)[0] if order is None else order
+    cols = task.subject_ids[order].to(ov.device)
+    ov = ov.detach()
+    blocks = {"implications": ov[task.implication_value_ids.to(ov.device)][:, cols].cpu(),
+              "facts": ov[task.fact_value_ids.to(ov.device)][:, cols].cpu()}
+    return {k: b - b.mean(0, keepdim=True) for k, b in blocks.items()} if centre else blocks

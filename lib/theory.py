@@ -279,12 +279,9 @@ def effective_block(model, problem: OCRProblem, eos_id: int) -> Tensor:
     effective map is ``W_OV[:, z]`` scaled by that token's attention score ``W_KQ[z, EOS]``. ``inputs @ block.T`` then
     gives the model's answer logits on the noise-free sequence (subject, relation, EOS).
     """
-    if model.config.attention != "linear":
-        raise ValueError(f"effective_block needs linear attention, got {model.config.attention!r}")
     with torch.no_grad():
-        ov = model.ov().cpu()
-        weight = model.W_KQ.detach().cpu()[:, problem.col_ids, eos_id]  # (S, n)
-        return ov[:, problem.row_ids][:, :, problem.col_ids] * weight[:, None, :]
+        ov = model.effective_ov(eos_id).cpu()
+    return ov[:, problem.row_ids][:, :, problem.col_ids]
 
 
 def agreement(a: Tensor, b: Tensor) -> dict[str, float]:
