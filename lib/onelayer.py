@@ -222,12 +222,6 @@ def per_seed_batches(sample: Callable[[int, torch.Generator], tuple[Tensor, Tens
     return make_batch
 
 
-@torch.inference_mode()
-def evaluate_loss(model: OneLayer, tokens: Tensor, answers: Tensor) -> Tensor:
-    """Mean cross-entropy on a fixed evaluation set, per member: ``(S,)`` (CPU)."""
-    return per_seed_loss(model, (tokens.to(model.device), answers.to(model.device))).float().cpu()
-
-
 def member(model: OneLayer, i: int) -> OneLayer:
     """A single-seed copy of member ``i`` (same weights, ``n_seeds=1``)."""
     S = model.config.n_seeds
