@@ -98,3 +98,20 @@ def test_bad_tokens_raise():
         model(torch.tensor([[0, V]]))
     with pytest.raises(ValueError, match="shape"):
         model(torch.zeros(2, 3, 4, dtype=torch.long))
+
+
+def test_task_helpers_on_the_symbolic_task():
+    from lib.onelayer import ov_blocks, subject_order, train_on_task
+    from lib.ocr import build_symbolic
+
+    task = build_symbolic()
+    order, train_columns = subject_order(task)
+    assert sorted(order.tolist()) == list(range(len(task.subject_ids)))
+    assert set(order[train_columns].tolist()) == set(task.train_subjects.tolist())
+    fact_index = (task.fact_of[order][:, None] == task.fact_value_ids[None, :]).float().argmax(1)
+    assert (fact_index.diff() >= 0).all(), "columns grouped by fact value"
+    blocks = ov_blocks(torch.randn(128, 128), task, order)
+    assert blocks["implications"].shape == blocks["facts"].shape == (len(task.implication_value_ids), len(task.subject_ids))
+    torch.testing.assert_close(blocks["facts"].mean(0), torch.zeros(len(task.subject_ids)), atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="vocab_size"):
+        train_on_task(task, OneLayerConfig(task.vocab_size - 1))
