@@ -101,6 +101,64 @@ def check_mean_rank(mean_rank: Callable[[torch.Tensor, torch.Tensor], float]) ->
     compare("mean_rank", mean_rank, ocr.mean_rank, cases)
 
 
+# --- chapters 2-3: the one-layer factorized and merged models ---------------------------------
+
+
+def check_factorized_forward(forward: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Chapter 2: the learner's ``forward(W_O (d, r), W_V (d, r), W_KQ (d, d), tokens (T,)) -> f(X) (d,)``."""
+    from lib.onelayer import forward_reference
+
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    for d, r, T in ((4, 2, 3), (6, 6, 5), (8, 3, 1), (10, 4, 7)):
+        tokens = torch.randint(0, d, (T,), generator=g)
+        tokens[0] = tokens[-1]  # a repeated token: X^T X counts it twice
+        cases.append((torch.randn(d, r, generator=g), torch.randn(d, r, generator=g), torch.randn(d, d, generator=g), tokens))
+    compare("factorized forward", forward, forward_reference, cases, atol=1e-4)
+
+
+def check_candidate_accuracy(accuracy: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], float]) -> None:
+    """Chapter 2: the learner's ``accuracy(logits (N, V), answers (N,), candidates (K,)) -> float``."""
+    from lib.onelayer import candidate_accuracy
+
+    g = torch.Generator().manual_seed(1)
+    cases = [
+        (torch.tensor([[0.0, 3.0, 1.0, 2.0]]), torch.tensor([3]), torch.tensor([2, 3])),  # token 1 is larger but no candidate
+        (torch.tensor([[0.0, 3.0, 1.0, 2.0]]), torch.tensor([2]), torch.tensor([2, 3])),
+        (torch.randn(40, 9, generator=g), torch.randint(4, 9, (40,), generator=g), torch.arange(4, 9)),
+        (torch.randn(25, 6, generator=g), torch.randint(0, 3, (25,), generator=g), torch.tensor([2, 0, 1])),
+    ]
+    compare("candidate accuracy", accuracy, candidate_accuracy, cases)
+
+
+def check_multiclass_margins(margins: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Chapter 3: the learner's ``margins(logits (N, C), targets (N,)) -> (N,)``."""
+    from lib.theory import multiclass_margins
+
+    g = torch.Generator().manual_seed(2)
+    cases = [
+        (torch.tensor([[3.0, 1.0, 2.0]]), torch.tensor([0])),
+        (torch.tensor([[3.0, 1.0, 2.0]]), torch.tensor([1])),  # negative: another candidate wins
+        (torch.tensor([[0.0, 5.0, 5.0]]), torch.tensor([2])),  # a tie: margin 0
+        (torch.randn(30, 7, generator=g), torch.randint(0, 7, (30,), generator=g)),
+    ]
+    compare("multiclass margins", margins, multiclass_margins, cases)
+
+
+def check_svt(svt: Callable[[torch.Tensor, float], torch.Tensor]) -> None:
+    """Chapter 3: the learner's ``svt(W (m, n), tau) -> W`` (singular-value thresholding)."""
+    from lib.theory import svt as reference
+
+    g = torch.Generator().manual_seed(3)
+    cases = [
+        (torch.diag(torch.tensor([3.0, 1.0, 0.5])), 0.75),
+        (torch.randn(5, 3, generator=g), 0.0),
+        (torch.randn(4, 6, generator=g), 1.0),
+        (torch.randn(6, 6, generator=g), 100.0),  # everything thresholded away
+    ]
+    compare("singular-value thresholding", svt, reference, cases, atol=1e-4)
+
+
 # ---------------------------------------------------------------------------------------------
 # Induction heads (chapters 5-7)
 # ---------------------------------------------------------------------------------------------

@@ -150,6 +150,147 @@ def ocr_token_layout(tokens: list[str], kinds: list[str], answer: str, *, kind_g
     return fig
 
 
+# --- chapters 2-3: the one-layer factorized and merged models ---------------------------------
+
+OCR_ARM_COLOURS = {"factorized": "#1f77b4", "merged": "#d62728"}
+"""Colour of each parameterization in every figure of chapters 2-3."""
+
+
+def _band(ax, x, values, colour, label, ls="-"):
+    """Mean line with a min-max band over the first axis (seeds) of ``values (S, K)``."""
+    v = to_numpy(values)
+    ax.plot(x, v.mean(0), color=colour, ls=ls, label=label)
+    if v.shape[0] > 1:
+        ax.fill_between(x, v.min(0), v.max(0), color=colour, alpha=0.2, lw=0)
+
+
+def ocr_loss_curves(steps, curves: dict[str, dict[str, object]], *, chance: float | None = None,
+                    title: str = "Train and test loss, mean and range over seeds") -> Figure:
+    """Train (dashed) and test (solid) loss over training for each parameterization.
+
+    Args:
+        steps: ``(K,)`` steps at which the losses were measured.
+        curves: arm name -> ``{"train": (S, K), "test": (S, K)}`` losses of ``S`` seeds.
+        chance: draw a horizontal line at this loss (e.g. ``log(number of implications)``).
+    """
+    fig, axes = new_figure(width=6.5, height=4.0)
+    ax = axes[0, 0]
+    x = to_numpy(steps)
+    for arm, c in curves.items():
+        colour = OCR_ARM_COLOURS.get(arm, None)
+        _band(ax, x, c["train"], colour, f"{arm}: train", ls="--")
+        _band(ax, x, c["test"], colour, f"{arm}: test (held-out implications)")
+    if chance is not None:
+        ax.axhline(chance, color="grey", lw=0.8, ls=":")
+        ax.text(x[-1], chance, f"log {round(np.exp(chance))} = {chance:.2f}", ha="right", va="bottom", fontsize=8, color="grey")
+    ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("cross-entropy (nats)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def ocr_ov_blocks(blocks: dict[str, object], train_columns, *, ylabel: str = "implication value",
+                  xlabel: str = "subject (grouped by fact value; ▼ = implication seen in training)",
+                  title: str = "", ncols: int | None = None) -> Figure:
+    """Heatmaps of output-value blocks (rows: answer values, columns: subjects), one panel per entry.
+
+    Args:
+        blocks: panel title -> ``(rows, n_subjects)`` matrix, columns already in display order.
+        train_columns: column indices to mark as training subjects.
+    """
+    ncols = ncols or len(blocks)
+    nrows = -(-len(blocks) // ncols)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=5.2, height=3.2)
+    marks = to_numpy(train_columns).astype(int)
+    for ax, (name, block) in zip(axes.flat, blocks.items()):
+        signed_heatmap(ax, block, title=name, xlabel=xlabel, ylabel=ylabel)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.plot(marks, np.full(len(marks), -0.9), "v", color="black", ms=3, clip_on=False)
+        ax.xaxis.label.set_fontsize(8)
+    for ax in list(axes.flat)[len(blocks):]:
+        ax.axis("off")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def ocr_rank_sweep(ranks, test_losses, *, chance: float | None = None, train_losses=None,
+                   title: str = "Test loss of the factorized model against its rank") -> Figure:
+    """Test loss on held-out implications for every rank ``r`` of ``W_O, W_V``.
+
+    Args:
+        ranks: ``(R,)``; test_losses, train_losses: ``(R, S)`` losses of ``S`` seeds per rank.
+    """
+    fig, axes = new_figure(width=6.0, height=3.8)
+    ax = axes[0, 0]
+    r, v = to_numpy(ranks), to_numpy(test_losses)
+    ax.errorbar(r, v.mean(1), yerr=[v.mean(1) - v.min(1), v.max(1) - v.mean(1)], marker="o", capsize=3,
+                color=OCR_ARM_COLOURS["factorized"], label="test (held-out implications)")
+    if train_losses is not None:
+        ax.plot(r, to_numpy(train_losses).mean(1), "s--", color="grey", ms=4, label="train")
+    if chance is not None:
+        ax.axhline(chance, color="grey", lw=0.8, ls=":", label=f"log {round(np.exp(chance))} (merged model's floor)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(r, [str(int(k)) for k in r])
+    ax.set_yscale("log")
+    ax.set_xlabel("rank r of the factorized output-value map")
+    ax.set_ylabel("cross-entropy (nats)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def ocr_pair_losses(pair_names: list[str], losses: dict[str, object], *, floors=None,
+                    title: str = "Test loss on held-out implications, per relation pair") -> Figure:
+    """Grouped bars: one group per relation pair, one bar per parameterization (mean, with seed range).
+
+    Args:
+        losses: arm -> ``(S, P)`` test losses of ``S`` seeds on ``P`` pairs.
+        floors: ``(P,)`` optional per-pair reference (e.g. log of the number of implication values), drawn as ticks.
+    """
+    fig, axes = new_figure(width=8.0, height=3.8)
+    ax = axes[0, 0]
+    P, width = len(pair_names), 0.8 / len(losses)
+    for k, (arm, value) in enumerate(losses.items()):
+        v = to_numpy(value)
+        x = np.arange(P) + (k - (len(losses) - 1) / 2) * width
+        ax.bar(x, v.mean(0), width, color=OCR_ARM_COLOURS.get(arm), label=arm,
+               yerr=[v.mean(0) - v.min(0), v.max(0) - v.mean(0)], capsize=3)
+    if floors is not None:
+        f = to_numpy(floors)
+        ax.hlines(f, np.arange(P) - 0.45, np.arange(P) + 0.45, color="grey", ls=":", label="log(values per pair)")
+    ax.set_xticks(range(P), [n.replace(" (", "\n(") for n in pair_names], fontsize=8)
+    ax.set_ylabel("cross-entropy (nats)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def ocr_spectra(spectra: dict[str, object], *, top: int | None = 60,
+                title: str = "Singular values of the output-value map (largest = 1)") -> Figure:
+    """Singular values, normalized by the largest, of several matrices on one log-scale plot."""
+    fig, axes = new_figure(width=6.0, height=3.8)
+    ax = axes[0, 0]
+    for name, s in spectra.items():
+        v = to_numpy(s)[:top]
+        arm = next((a for a in OCR_ARM_COLOURS if a in name), None)
+        ax.plot(np.arange(1, len(v) + 1), v / v[0], "o-" if "trained" in name else "--", ms=3, label=name,
+                color=OCR_ARM_COLOURS.get(arm) if arm else None, alpha=1.0 if "trained" in name else 0.7)
+    ax.set_yscale("log")
+    ax.set_xlabel("index of singular value")
+    ax.set_ylabel("singular value / largest")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
 
 # ---------------------------------------------------------------------------------------------
 # Induction heads (chapters 5-7)

@@ -31,6 +31,23 @@ def figure_explorer(draw, controls: dict[str, widgets.Widget]) -> widgets.VBox:
 # ---------------------------------------------------------------------------------------------
 
 
+def ocr_checkpoint_explorer(blocks: dict[str, dict[int, object]], train_columns, **plot_kwargs) -> widgets.VBox:
+    """Chapter 2: a slider over training checkpoints and a factorized/merged toggle, redrawing the heatmap.
+
+    Args:
+        blocks: arm -> step -> ``(rows, n_subjects)`` output-value block (columns in display order).
+        train_columns: column indices of training subjects (marked on the heatmap).
+    """
+    from lib.plot import ocr_ov_blocks
+
+    steps = sorted(next(iter(blocks.values())))
+    controls = {
+        "arm": widgets.ToggleButtons(options=list(blocks), description="model"),
+        "step": widgets.SelectionSlider(options=steps, value=steps[-1], description="step", continuous_update=False),
+    }
+    return figure_explorer(lambda arm, step: ocr_ov_blocks({f"{arm}, step {step}": blocks[arm][step]}, train_columns, **plot_kwargs), controls)
+
+
 # ---------------------------------------------------------------------------------------------
 # Induction heads (chapters 5-7)
 # ---------------------------------------------------------------------------------------------

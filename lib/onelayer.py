@@ -1,0 +1,382 @@
+"""The one-layer, one-head, attention-only model of the OCR chapters (Huang et al. 2025, section 3).
+
+Tokens are one-hot vectors ``e_z`` of size ``d`` (``X = [e_{z_1} ... e_{z_T}]^T``, shape ``(T, d)``), the
+attention is linear (no softmax) and the prediction is read at the last position (the EOS token):
+
+- factorized: ``f(X) = W_O W_V^T X^T X W_KQ x_T``, with ``W_O, W_V`` of shape ``(d, r)``;
+- merged:     ``f(X) = W_OV X^T X W_KQ x_T``,     with ``W_OV`` of shape ``(d, d)``.
+
+``X W_KQ x_T`` is the vector of attention scores ``W_KQ[z_t, z_T]``, and ``X^T`` adds them up per token:
+``X^T X W_KQ x_T`` is an attention-weighted bag of tokens of size ``d``. The code builds that bag with a
+scatter instead of one-hot matrices, then applies the (factorized or merged) output-value map.
+
+Several independently initialised copies ("seeds", or "members") live in one module: every parameter
+has a leading member dimension ``S`` and the loss is a vector with one entry per member, which
+:func:`lib.train.train` sums for one backward pass. With AdamW each member trains exactly as it would
+alone (the optimizer is element-wise and the members share no parameter). A member may also have its
+own rank (the factorized map of member ``i`` uses only its first ``rank[i]`` columns), which turns a
+rank sweep into a single batched run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from lib.train import TrainConfig, train
+
+PARAMETERIZATIONS = ("factorized", "merged")
+ATTENTIONS = ("linear", "softmax")
+
+PAPER_TRAIN = TrainConfig(steps=2000, lr=5e-3, batch_size=252, weight_decay=0.03, optimizer="adamw", desc="one-layer OCR")
+"""The official code's training settings: 2000 AdamW steps, batch 252, lr 5e-3 (constant), weight decay 0.03."""
+
+
+@dataclass(frozen=True)
+class OneLayerConfig:
+    """Shape and initialisation of a batch of one-layer models.
+
+    Attributes:
+        vocab_size: number of tokens; logits are returned over these ``vocab_size`` tokens.
+        d_embed: one-hot embedding size ``d`` (the paper's code uses 128); must be >= ``vocab_size``.
+        parameterization: ``"factorized"`` (``W_O W_V^T``) or ``"merged"`` (one matrix ``W_OV``).
+        rank: inner size ``r`` of ``W_O, W_V`` (factorized only); ``None`` means ``d_embed``. A tuple gives
+            every member its own rank (length ``n_seeds``).
+        attention: ``"linear"`` (the paper's) or ``"softmax"`` (for comparison).
+        train_kq: train ``W_KQ`` (default). When ``False`` it is frozen to all ones: every position gets
+            attention score 1, so the output is the plain sum of the value vectors.
+        init_scale: standard deviation of the Gaussian initialisation (small, as in the paper: 1e-4).
+        n_seeds: number of independent members trained together.
+        seed: member ``i`` is initialised from ``torch.Generator().manual_seed(seed + i)``.
+    """
+
+    vocab_size: int
+    d_embed: int = 128
+    parameterization: str = "factorized"
+    rank: int | tuple[int, ...] | None = None
+    attention: str = "linear"
+    train_kq: bool = True
+    init_scale: float = 1e-4
+    n_seeds: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_embed", "n_seeds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.vocab_size > self.d_embed:
+            raise ValueError(f"vocab_size={self.vocab_size} does not fit one-hot embeddings of size d_embed={self.d_embed}; need vocab_size <= d_embed")
+        if self.parameterization not in PARAMETERIZATIONS:
+            raise ValueError(f"unknown parameterization {self.parameterization!r}; allowed: {', '.join(PARAMETERIZATIONS)}")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"unknown attention {self.attention!r}; allowed: {', '.join(ATTENTIONS)}")
+        if not self.init_scale > 0:
+            raise ValueError(f"init_scale must be > 0, got {self.init_scale!r}")
+        ranks = self.ranks
+        if len(ranks) != self.n_seeds:
+            raise ValueError(f"rank gives {len(ranks)} ranks for n_seeds={self.n_seeds} members; give one rank or one per member")
+        bad = [r for r in ranks if isinstance(r, bool) or not isinstance(r, int) or not 1 <= r <= self.d_embed]
+        if bad:
+            raise ValueError(f"rank must be an integer in [1, d_embed={self.d_embed}], got {bad}")
+        if self.parameterization == "merged" and self.rank is not None and any(r != self.d_embed for r in ranks):
+            raise ValueError(f"rank={self.rank!r} applies to the factorized model only; the merged W_OV has full size d_embed={self.d_embed}")
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """The rank of every member (``d_embed`` for the merged model)."""
+        if self.rank is None:
+            return (self.d_embed,) * self.n_seeds
+        if isinstance(self.rank, tuple):
+            return self.rank
+        return (self.rank,) * self.n_seeds
+
+
+class OneLayer(nn.Module):
+    """``n_seeds`` one-layer attention-only models evaluated in one call.
+
+    Parameters (leading dimension ``S = n_seeds``): factorized ``W_O, W_V`` of shape ``(S, d, R)`` with
+    ``R = max(ranks)`` (columns beyond a member's rank are masked to zero); merged ``W_OV`` ``(S, d, d)``;
+    ``W_KQ`` ``(S, d, d)`` (a buffer of ones when frozen).
+    """
+
+    def __init__(self, config: OneLayerConfig):
+        super().__init__()
+        self.config = config
+        S, d = config.n_seeds, config.d_embed
+        R = max(config.ranks)
+        gens = [torch.Generator().manual_seed(config.seed + i) for i in range(S)]
+
+        def init(*shape: int) -> Tensor:
+            return torch.stack([torch.randn(*shape, generator=g) for g in gens]) * config.init_scale
+
+        if config.parameterization == "factorized":
+            mask = torch.stack([(torch.arange(R) < r).float() for r in config.ranks])[:, None, :]  # (S, 1, R)
+            self.register_buffer("rank_mask", mask)
+            self.W_O = nn.Parameter(init(d, R) * mask)
+            self.W_V = nn.Parameter(init(d, R) * mask)
+        else:
+            self.W_OV = nn.Parameter(init(d, d))
+        if config.train_kq:
+            self.W_KQ = nn.Parameter(init(d, d))
+        else:
+            self.register_buffer("W_KQ", torch.ones(S, d, d))
+
+    @property
+    def device(self) -> torch.device:
+        return self.W_KQ.device
+
+    def ov(self) -> Tensor:
+        """The output-value matrix ``W_OV`` of every member: ``(S, d, d)`` (``W_O W_V^T`` when factorized)."""
+        if self.config.parameterization == "factorized":
+            return (self.W_O * self.rank_mask) @ (self.W_V * self.rank_mask).transpose(1, 2)
+        return self.W_OV
+
+    def effective_ov(self, query_id: int) -> Tensor:
+        """``W_OV`` with column ``z`` scaled by token ``z``'s attention score ``W_KQ[z, query_id]``: ``(S, d, d)``.
+
+        With linear attention and the last token ``query_id`` (EOS), the logits are exactly this matrix applied to
+        the bag of tokens (counts), so its entries are the signed contribution of each context token to each answer:
+        the map to read off a trained model (``ov()`` alone can have a sign flipped by a negative score).
+        """
+        if self.config.attention != "linear":
+            raise ValueError(f"effective_ov needs linear attention, got {self.config.attention!r}")
+        if not 0 <= query_id < self.config.vocab_size:
+            raise ValueError(f"query_id must be a token id in [0, {self.config.vocab_size}), got {query_id}")
+        return self.ov() * self.W_KQ[:, :, query_id][:, None, :]
+
+    def scores(self, tokens: Tensor) -> Tensor:
+        """Attention weights of every position as seen from the last one: ``(S, B, T)``.
+
+        Linear attention: ``x_t^T W_KQ x_T = W_KQ[z_t, z_T]``; softmax attention: their softmax over ``t``.
+        """
+        tokens = self._members(tokens)
+        member = torch.arange(tokens.shape[0], device=tokens.device)[:, None, None]
+        s = self.W_KQ[member, tokens, tokens[..., -1:]]
+        return s.softmax(-1) if self.config.attention == "softmax" else s
+
+    def bag(self, tokens: Tensor) -> Tensor:
+        """``X^T X W_KQ x_T``: the attention-weighted count of every token in the sequence, ``(S, B, d)``."""
+        tokens = self._members(tokens)
+        weighted = torch.zeros(*tokens.shape[:2], self.config.d_embed, device=tokens.device, dtype=self.W_KQ.dtype)
+        return weighted.scatter_add(-1, tokens, self.scores(tokens))
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        """Logits at the last position.
+
+        Args:
+            tokens: ``(B, T)`` int64 (the same batch for every member) or ``(S, B, T)`` (one batch per member).
+        Returns:
+            ``(S, B, vocab_size)`` float.
+        """
+        bag = self.bag(tokens)  # (S, B, d)
+        V = self.config.vocab_size
+        if self.config.parameterization == "factorized":
+            W_O, W_V = self.W_O * self.rank_mask, self.W_V * self.rank_mask
+            return (bag @ W_V) @ W_O[:, :V].transpose(1, 2)
+        return bag @ self.W_OV[:, :V].transpose(1, 2)
+
+    def _members(self, tokens: Tensor) -> Tensor:
+        S = self.config.n_seeds
+        if tokens.dtype != torch.int64:
+            raise ValueError(f"tokens must be int64 token ids, got dtype {tokens.dtype}")
+        if tokens.ndim == 2:
+            tokens = tokens.unsqueeze(0).expand(S, *tokens.shape)
+        if tokens.ndim != 3 or tokens.shape[0] != S:
+            raise ValueError(f"tokens must have shape (batch, seq) or (n_seeds={S}, batch, seq), got {tuple(tokens.shape)}")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.config.vocab_size):
+            raise ValueError(f"token ids must lie in [0, vocab_size={self.config.vocab_size}), got range [{int(tokens.min())}, {int(tokens.max())}]")
+        return tokens
+
+
+def per_seed_loss(model: OneLayer, batch: tuple[Tensor, Tensor]) -> Tensor:
+    """Mean cross-entropy of the answer token, one entry per member: ``(S,)``.
+
+    ``batch`` is ``(tokens, answers)`` with tokens ``(B, T)`` or ``(S, B, T)`` and answers ``(B,)`` or ``(S, B)``.
+    """
+    tokens, answers = batch
+    logits = model(tokens)
+    answers = answers.expand(logits.shape[:2]) if answers.ndim == 1 else answers
+    ce = F.cross_entropy(logits.flatten(0, 1), answers.flatten(), reduction="none")
+    return ce.view(logits.shape[:2]).mean(1)
+
+
+def per_seed_batches(sample: Callable[[int, torch.Generator], tuple[Tensor, Tensor]], n_seeds: int, shared: bool = False):
+    """Turn ``sample(batch_size, generator) -> (x (B, T), y (B,))`` into a ``make_batch`` for ``n_seeds`` members.
+
+    Each member gets its own fresh batch (``(S, B, T)``, ``(S, B)``), unless ``shared`` (one batch for all).
+    """
+    if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
+        raise ValueError(f"n_seeds must be a positive integer, got {n_seeds!r}")
+
+    def make_batch(batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        if shared:
+            return sample(batch_size, generator)
+        xs, ys = zip(*(sample(batch_size, generator) for _ in range(n_seeds)))
+        return torch.stack(xs), torch.stack(ys)
+
+    return make_batch
+
+
+def member(model: OneLayer, i: int) -> OneLayer:
+    """A single-seed copy of member ``i`` (same weights, ``n_seeds=1``)."""
+    S = model.config.n_seeds
+    if not 0 <= i < S:
+        raise ValueError(f"member index must be in [0, {S}), got {i}")
+    cfg = replace(model.config, n_seeds=1, seed=model.config.seed + i, rank=model.config.ranks[i] if model.config.parameterization == "factorized" else None)
+    single = OneLayer(cfg).to(model.device)
+    R = max(cfg.ranks)
+    with torch.no_grad():
+        for name, value in model.state_dict().items():
+            target = single.state_dict()[name]
+            target.copy_(value[i : i + 1, ..., :R] if name in ("W_O", "W_V", "rank_mask") else value[i : i + 1])
+    return single
+
+
+def merge(model: OneLayer) -> OneLayer:
+    """Proposition 1, one way: the merged model with ``W_OV = W_O W_V^T`` (same ``W_KQ``) computes the same function."""
+    if model.config.parameterization != "factorized":
+        raise ValueError(f"merge expects a factorized model, got parameterization {model.config.parameterization!r}")
+    merged = OneLayer(replace(model.config, parameterization="merged", rank=None)).to(model.device)
+    with torch.no_grad():
+        merged.W_OV.copy_(model.ov())
+        merged.W_KQ.copy_(model.W_KQ)
+    return merged
+
+
+def factorize(model: OneLayer, rank: int | None = None) -> OneLayer:
+    """Proposition 1, other way: split ``W_OV = U S V^T`` into ``W_O = U S^{1/2}``, ``W_V = V S^{1/2}``.
+
+    With ``rank=None`` (= ``d_embed``) the factorized model computes exactly the same function; a smaller
+    rank keeps the top singular directions only.
+    """
+    if model.config.parameterization != "merged":
+        raise ValueError(f"factorize expects a merged model, got parameterization {model.config.parameterization!r}")
+    rank = model.config.d_embed if rank is None else rank
+    fact = OneLayer(replace(model.config, parameterization="factorized", rank=rank)).to(model.device)
+    U, s, Vh = torch.linalg.svd(model.W_OV.detach())
+    root = s[:, :rank].sqrt()[:, None, :]
+    with torch.no_grad():
+        fact.W_O.copy_(U[..., :rank] * root)
+        fact.W_V.copy_(Vh.transpose(1, 2)[..., :rank] * root)
+        fact.W_KQ.copy_(model.W_KQ)
+    return fact
+
+
+def forward_reference(W_O: Tensor, W_V: Tensor, W_KQ: Tensor, tokens: Tensor) -> Tensor:
+    """The factorized forward pass of ONE model written literally with one-hot matrices (for teaching and checks).
+
+    Args:
+        W_O, W_V: ``(d, r)``; W_KQ: ``(d, d)``; tokens: ``(T,)`` int64.
+    Returns:
+        ``f(X) = W_O W_V^T X^T X W_KQ x_T``: ``(d,)``.
+    """
+    X = F.one_hot(tokens, W_KQ.shape[0]).to(W_KQ.dtype)  # (T, d)
+    return W_O @ W_V.T @ X.T @ X @ W_KQ @ X[-1]
+
+
+def candidate_accuracy(logits: Tensor, answers: Tensor, candidates: Tensor) -> float:
+    """Fraction of examples whose correct answer has the largest logit among ``candidates`` (e.g. the implication values).
+
+    Args:
+        logits: ``(N, V)``; answers: ``(N,)`` token ids (each one of ``candidates``); candidates: ``(K,)`` token ids.
+    """
+    match = answers[:, None] == candidates[None, :].to(answers.device)
+    if not match.any(1).all():
+        raise ValueError(f"every answer must be one of the candidates; {answers[~match.any(1)][:5].tolist()} are not in {candidates.tolist()[:10]}")
+    position = match.float().argmax(1)
+    return float((logits[:, candidates].argmax(1) == position).float().mean())
+
+
+# ----------------------------------------------------------------------------------------------------
+# Training on the symbolic OCR task (lib.ocr.SymbolicTask) and reading the learned map
+# ----------------------------------------------------------------------------------------------------
+
+TRAIN_GROUPS = ("train_facts", "train_implications", "test_facts")
+"""The three groups of the training mix (equal thirds of every batch)."""
+
+
+@dataclass
+class OCRRun:
+    """A batch of models trained on the OCR task, with losses measured at every checkpoint.
+
+    Attributes:
+        model: the trained :class:`OneLayer` (``S`` members).
+        history: :class:`lib.train.History` (batch losses ``(steps, S)``, parameter snapshots).
+        steps: ``(K,)`` checkpoint steps.
+        train_loss: ``(S, K)`` mean of the three training groups' losses (each on a fixed evaluation set).
+        test_loss: ``(S, K)`` loss on the held-out implications.
+    """
+
+    model: OneLayer
+    history: object
+    steps: Tensor
+    train_loss: Tensor
+    test_loss: Tensor
+
+
+def train_on_task(task, model_config: OneLayerConfig, train_config: TrainConfig = PAPER_TRAIN, *,
+                  eval_every: int | None = None, eval_per_subject: int = 2, device: torch.device | None = None) -> OCRRun:
+    """Train ``model_config.n_seeds`` members on ``task.train_batch`` (each member its own batches).
+
+    Args:
+        task: a ``lib.ocr.SymbolicTask``; its ``vocab_size`` must equal ``model_config.vocab_size``.
+        eval_every: measure train/test loss (and snapshot the parameters) every this many steps, plus step 0
+            and the last step; ``None`` measures only before and after training.
+        eval_per_subject: examples per subject in the fixed evaluation sets.
+    """
+    if task.vocab_size != model_config.vocab_size:
+        raise ValueError(f"model vocab_size={model_config.vocab_size} does not match the task's vocab_size={task.vocab_size}")
+    device = device or torch.device("cpu")
+    model = OneLayer(model_config).to(device)
+    every = eval_every or train_config.steps
+    steps = tuple(sorted(set(range(0, train_config.steps + 1, every)) | {train_config.steps}))
+    train_sets = [task.fixed(g, eval_per_subject, device=device) for g in TRAIN_GROUPS]
+    test_set = task.fixed("test_implications", eval_per_subject, device=device)
+
+    def evaluate(m: OneLayer) -> tuple[Tensor, Tensor]:
+        train = torch.stack([per_seed_loss(m, s) for s in train_sets]).mean(0)
+        return train, per_seed_loss(m, test_set)
+
+    config = replace(train_config, checkpoint_steps=steps)
+    history = train(model, per_seed_batches(task.train_batch, model_config.n_seeds), per_seed_loss, config, evaluate=evaluate)
+    train_loss = torch.stack([history.evals[s][0] for s in steps], 1).float().cpu()
+    test_loss = torch.stack([history.evals[s][1] for s in steps], 1).float().cpu()
+    return OCRRun(model, history, torch.tensor(steps), train_loss, test_loss)
+
+
+def subject_order(task) -> tuple[Tensor, Tensor]:
+    """Display order of the subjects: grouped by fact value, training subjects first within each group.
+
+    Returns:
+        ``order`` ``(n_subjects,)`` subject indices, and ``train_columns``: positions in ``order`` of the
+        subjects whose implication is trained.
+    """
+    n = len(task.subject_ids)
+    fact_index = (task.fact_of[:, None] == task.fact_value_ids[None, :]).float().argmax(1)
+    is_test = ~torch.isin(torch.arange(n), task.train_subjects)
+    order = torch.argsort(fact_index * 2 + is_test.long(), stable=True)
+    return order, torch.nonzero(~is_test[order]).flatten()
+
+
+def ov_blocks(ov: Tensor, task, order: Tensor | None = None, centre: bool = True) -> dict[str, Tensor]:
+    """The answer x subject blocks of one output-value matrix ``ov (d, d)``, columns in ``order``.
+
+    Args:
+        centre: subtract from every column of a block its mean over the block's rows. Adding one number to a whole
+            column of the map changes no prediction (the softmax ignores a common shift of the logits), so the
+            centred block shows only what matters: which answer value each subject prefers.
+    Returns:
+        ``{"implications": (n_values, n_subjects), "facts": (n_values, n_subjects)}``; row ``i`` of both blocks
+        belongs to the same rule ``b_i -> c_i``.
+    """
+    order = subject_order(task)[0] if order is None else order
+    cols = task.subject_ids[order].to(ov.device)
+    ov = ov.detach()
+    blocks = {"implications": ov[task.implication_value_ids.to(ov.device)][:, cols].cpu(),
+              "facts": ov[task.fact_value_ids.to(ov.device)][:, cols].cpu()}
+    return {k: b - b.mean(0, keepdim=True) for k, b in blocks.items()} if centre else blocks

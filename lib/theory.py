@@ -1,0 +1,309 @@
+"""The implicit-bias theory of the OCR chapters, solved numerically (Huang et al. 2025, section 4).
+
+Gradient training of the one-layer model on the cross-entropy loss drives the output-value matrix, in
+direction, towards the solution of a max-margin problem. Which norm that problem minimizes depends on the
+parameterization: the nuclear norm ``||W||_* = sum of singular values`` for the factorized ``W_O W_V^T``,
+the Frobenius norm ``||W||_F`` for the merged ``W_OV``:
+
+    min ||W||   subject to   margin_k(W) >= 1 for every training example k.
+
+The margin of an example is the **multiclass margin**: the logit of the correct answer minus the largest
+logit among the other candidate answers. Requiring it to be >= 1 is the same as requiring
+``logit(correct) - logit(a) >= 1`` for every other candidate ``a``: a set of linear constraints.
+
+The solver is an augmented Lagrangian method whose inner problems are solved by accelerated proximal
+gradient (FISTA); the proximal step of the nuclear norm is singular-value thresholding, that of the
+Frobenius norm a shrinkage of the whole matrix. Its multipliers give a dual certificate: at the optimum
+``sum(multipliers) == ||W||`` (see :class:`Solution`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+NORMS = ("nuclear", "frobenius")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Margins
+# ----------------------------------------------------------------------------------------------------
+
+
+def multiclass_margins(logits: Tensor, targets: Tensor) -> Tensor:
+    """Correct logit minus the largest other logit, per example.
+
+    Args:
+        logits: ``(..., N, C)`` logits over the ``C`` candidate answers.
+        targets: ``(N,)`` int64 index (into the candidates) of the correct answer.
+    Returns:
+        ``(..., N)`` margins (positive = correct answer ranked first).
+    """
+    if targets.ndim != 1 or logits.shape[-2] != targets.shape[0]:
+        raise ValueError(f"targets must have shape (N,) matching logits (..., N, C); got {tuple(targets.shape)} and {tuple(logits.shape)}")
+    if targets.numel() and (targets.min() < 0 or targets.max() >= logits.shape[-1]):
+        raise ValueError(f"targets must index the {logits.shape[-1]} candidates, got range [{int(targets.min())}, {int(targets.max())}]")
+    index = targets.to(logits.device).view(*([1] * (logits.ndim - 2)), -1, 1).expand(*logits.shape[:-1], 1)
+    correct = logits.gather(-1, index).squeeze(-1)
+    others = logits.scatter(-1, index, float("-inf"))
+    return correct - others.max(-1).values
+
+
+def pairwise_margins(W: Tensor, inputs: Tensor, targets: Tensor) -> Tensor:
+    """``logit(correct) - logit(a)`` for every example and every other row ``a`` of ``W``: ``(N, m - 1)``.
+
+    Args:
+        W: ``(m, n)``; inputs: ``(N, n)`` (each row a bag of input tokens); targets: ``(N,)`` row index.
+    """
+    logits = inputs @ W.T  # (N, m)
+    diff = logits.gather(1, targets[:, None]) - logits
+    keep = torch.ones_like(diff, dtype=torch.bool).scatter(1, targets[:, None], False)
+    return diff[keep].view(len(targets), -1)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The convex solver
+# ----------------------------------------------------------------------------------------------------
+
+
+def svt(W: Tensor, tau: float) -> Tensor:
+    """Singular-value thresholding: the proximal map of ``tau * ||W||_*``. Shrinks every singular value by ``tau`` (floor 0)."""
+    if tau < 0:
+        raise ValueError(f"tau must be >= 0, got {tau}")
+    U, s, Vh = torch.linalg.svd(W, full_matrices=False)
+    return (U * (s - tau).clamp_min(0)) @ Vh
+
+
+def shrink(W: Tensor, tau: float) -> Tensor:
+    """The proximal map of ``tau * ||W||_F``: scales ``W`` towards 0 by ``tau`` in Frobenius norm (floor 0)."""
+    norm = torch.linalg.matrix_norm(W)
+    return W * (1 - tau / norm).clamp_min(0) if norm > 0 else W
+
+
+def matrix_norm(W: Tensor, norm: str) -> float:
+    """``||W||_*`` or ``||W||_F`` of a 2-D matrix."""
+    _check_norm(norm)
+    return float(torch.linalg.matrix_norm(W, "nuc" if norm == "nuclear" else "fro"))
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A solution of ``min ||W|| s.t. constraints(W) >= 1``.
+
+    Attributes:
+        W: ``(m, n)`` the minimizer.
+        norm: which norm was minimized.
+        value: ``||W||`` at the solution.
+        dual_value: sum of the Lagrange multipliers; equal to ``value`` at the exact optimum.
+        dual_norm: the dual norm of ``sum_k multiplier_k * grad(constraint_k)`` (operator norm for nuclear,
+            Frobenius for Frobenius); 1 at the exact optimum.
+        min_constraint: smallest constraint value (>= 1 when feasible).
+        iterations: proximal-gradient steps taken.
+    """
+
+    W: Tensor
+    norm: str
+    value: float
+    dual_value: float
+    dual_norm: float
+    min_constraint: float
+    iterations: int
+
+    @property
+    def gap(self) -> float:
+        """Relative duality gap ``|value - dual_value| / value`` (0 at the optimum)."""
+        return abs(self.value - self.dual_value) / max(self.value, 1e-12)
+
+
+def solve_min_norm(
+    constraints: Callable[[Tensor], Tensor],
+    shape: tuple[int, int],
+    norm: str = "nuclear",
+    *,
+    rho: float = 1.0,
+    outer: int = 60,
+    inner: int = 150,
+    tol: float = 1e-6,
+) -> Solution:
+    """Solve ``min ||W|| subject to constraints(W) >= 1`` for a linear map ``constraints``.
+
+    Augmented Lagrangian: ``min_W ||W|| + rho/2 * sum relu(mu/rho + 1 - c(W))^2`` by FISTA (``inner`` steps,
+    step ``1 / (rho * ||c||^2)`` with ``||c||`` found by power iteration), then ``mu <- relu(mu + rho (1 - c(W)))``;
+    stops when the constraints hold to ``tol`` and the duality gap is below ``tol`` (relative).
+
+    Args:
+        constraints: ``W (m, n) -> (K,)`` linear in ``W`` (e.g. all pairwise margins).
+        shape: ``(m, n)``.
+        norm: ``"nuclear"`` or ``"frobenius"``.
+    """
+    _check_norm(norm)
+    if len(shape) != 2 or min(shape) < 1:
+        raise ValueError(f"shape must be (rows, cols) with positive sizes, got {shape}")
+    prox = svt if norm == "nuclear" else shrink
+    dtype = torch.float64
+    W = torch.zeros(shape, dtype=dtype)
+    K = constraints(W).numel()
+    mu = torch.zeros(K, dtype=dtype)
+
+    def adjoint(v: Tensor) -> Tensor:  # c^T v, by differentiating <c(W), v>
+        X = torch.zeros(shape, dtype=dtype, requires_grad=True)
+        (grad,) = torch.autograd.grad((constraints(X) * v).sum(), X)
+        return grad
+
+    # ||c||^2 by power iteration on c^T c (c is linear, so c(W) - c(0) = c(W) here: no offset).
+    V = torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(0))
+    for _ in range(50):
+        V = adjoint(constraints(V))
+        lip = float(torch.linalg.matrix_norm(V))
+        V = V / lip
+    step = 1.0 / (rho * lip * 1.01)
+
+    iterations = 0
+    for _ in range(outer):
+        Y, W_prev, t = W.clone(), W.clone(), 1.0
+        for _ in range(inner):
+            violation = (mu / rho + 1 - constraints(Y)).clamp_min(0)
+            W = prox(Y + step * rho * adjoint(violation), step)
+            t_next = (1 + (1 + 4 * t * t) ** 0.5) / 2
+            Y = W + (t - 1) / t_next * (W - W_prev)
+            W_prev, t = W, t_next
+            iterations += 1
+        c = constraints(W)
+        mu = (mu + rho * (1 - c)).clamp_min(0)
+        value = matrix_norm(W, norm)
+        if float((1 - c).clamp_min(0).max()) < tol and abs(value - float(mu.sum())) < tol * max(value, 1e-12):
+            break
+    dual = adjoint(mu)
+    dual_norm = float(torch.linalg.matrix_norm(dual, 2 if norm == "nuclear" else "fro"))
+    return Solution(W.float(), norm, value, float(mu.sum()), dual_norm, float(constraints(W).min()), iterations)
+
+
+def solve_max_margin(inputs: Tensor, targets: Tensor, n_rows: int, norm: str = "nuclear", **solver) -> Solution:
+    """``min ||W|| s.t. multiclass margin >= 1`` on every example: logits ``inputs @ W.T`` over ``n_rows`` candidates.
+
+    Args:
+        inputs: ``(N, n)`` float, each row the bag of input tokens of one training example.
+        targets: ``(N,)`` int64 index of the correct row.
+        n_rows: number of candidate answers ``m`` (rows of ``W``).
+    """
+    if inputs.ndim != 2 or targets.shape != (inputs.shape[0],):
+        raise ValueError(f"inputs must be (N, n) and targets (N,), got {tuple(inputs.shape)} and {tuple(targets.shape)}")
+    if targets.numel() and (targets.min() < 0 or targets.max() >= n_rows):
+        raise ValueError(f"targets must lie in [0, n_rows={n_rows}), got range [{int(targets.min())}, {int(targets.max())}]")
+    X, y = inputs.double(), targets.long()
+    return solve_min_norm(lambda W: pairwise_margins(W, X, y).flatten(), (n_rows, inputs.shape[1]), norm, **solver)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The OCR task as a max-margin problem, and reading the same block off a trained model
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OCRProblem:
+    """The symbolic OCR task reduced to the max-margin problem of the theory.
+
+    As in the paper's analysis, every example is the noise-free sequence ``subject, relation, EOS`` whose answer
+    follows. Rows of the problem's matrix are the candidate answers: the fact values, then the implication values,
+    then every other token of the vocabulary (the model's softmax runs over all of them). Columns are the tokens
+    that occur in the inputs: the subjects, then the relation tokens, then EOS.
+
+    Attributes:
+        row_ids: ``(m,)`` token ids of the rows; col_ids: ``(n,)`` token ids of the columns.
+        train_tokens: ``(N, 3)`` int64 sequences: every fact, then the training implications.
+        train_inputs: ``(N, n)`` 0/1 bag of each training sequence over the columns.
+        train_targets: ``(N,)`` row index of the answer; ``train_answers``: its token id.
+        test_tokens, test_inputs, test_targets, test_answers: the held-out implications.
+        n_facts, n_implications: the first rows are the fact values, the next ones the implication values.
+        n_subjects: the first ``n_subjects`` columns are the subjects (in the task's order).
+        train_subjects, test_subjects: subject indices whose implication is / is not trained.
+    """
+
+    row_ids: Tensor
+    col_ids: Tensor
+    train_tokens: Tensor
+    train_inputs: Tensor
+    train_targets: Tensor
+    train_answers: Tensor
+    test_tokens: Tensor
+    test_inputs: Tensor
+    test_targets: Tensor
+    test_answers: Tensor
+    n_facts: int
+    n_implications: int
+    n_subjects: int
+    train_subjects: Tensor
+    test_subjects: Tensor
+
+    def implication_block(self, W: Tensor) -> Tensor:
+        """The implication x subject block of a ``(..., m, n)`` answer x input matrix: ``(..., n_implications, n_subjects)``."""
+        return W[..., self.n_facts : self.n_facts + self.n_implications, : self.n_subjects]
+
+    def fact_block(self, W: Tensor) -> Tensor:
+        """The fact x subject block: ``(..., n_facts, n_subjects)``."""
+        return W[..., : self.n_facts, : self.n_subjects]
+
+
+def ocr_problem(task) -> OCRProblem:
+    """Build the :class:`OCRProblem` of a ``lib.ocr.SymbolicTask``."""
+    relations = torch.unique(torch.cat([task.fact_relation_of, task.implication_relation_of]))
+    col_ids = torch.cat([task.subject_ids, relations, torch.tensor([task.eos_id])])
+    answers = torch.cat([task.fact_value_ids, task.implication_value_ids])
+    others = torch.tensor([t for t in range(task.vocab_size) if t not in set(answers.tolist())], dtype=torch.long)
+    row_ids = torch.cat([answers, others])
+    col_of = torch.full((task.vocab_size,), -1, dtype=torch.long)
+    col_of[col_ids] = torch.arange(len(col_ids))
+    row_of = torch.full((task.vocab_size,), -1, dtype=torch.long)
+    row_of[row_ids] = torch.arange(len(row_ids))
+
+    def examples(subjects: Tensor, relation_of: Tensor, answer_of: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        tokens = torch.stack([task.subject_ids[subjects], relation_of[subjects], torch.full_like(subjects, task.eos_id)], 1)
+        bags = torch.zeros(len(subjects), len(col_ids)).scatter_add(1, col_of[tokens], torch.ones(tokens.shape))
+        return tokens, bags, row_of[answer_of[subjects]], answer_of[subjects]
+
+    everyone = torch.arange(len(task.subject_ids))
+    facts = examples(everyone, task.fact_relation_of, task.fact_of)
+    implications = examples(task.train_subjects, task.implication_relation_of, task.implication_of)
+    test = examples(task.test_subjects, task.implication_relation_of, task.implication_of)
+    train = [torch.cat([a, b]) for a, b in zip(facts, implications)]
+    return OCRProblem(row_ids, col_ids, *train, *test, len(task.fact_value_ids), len(task.implication_value_ids), len(task.subject_ids), task.train_subjects.clone(), task.test_subjects.clone())
+
+
+def effective_block(model, problem: OCRProblem, eos_id: int) -> Tensor:
+    """The trained model's answer x input map on the problem's rows and columns: ``(S, m, n)``.
+
+    With linear attention the logit of answer ``a`` is ``sum_t W_KQ[z_t, EOS] * W_OV[a, z_t]``, so column ``z`` of the
+    effective map is ``W_OV[:, z]`` scaled by that token's attention score ``W_KQ[z, EOS]``. ``inputs @ block.T`` then
+    gives the model's answer logits on the noise-free sequence (subject, relation, EOS).
+    """
+    with torch.no_grad():
+        ov = model.effective_ov(eos_id).cpu()
+    return ov[:, problem.row_ids][:, :, problem.col_ids]
+
+
+def agreement(a: Tensor, b: Tensor) -> dict[str, float]:
+    """How close two matrices are up to a positive scale (max-margin solutions are defined in direction).
+
+    Returns:
+        ``cosine``: cosine similarity of the flattened matrices; ``relative_error``:
+        ``min_c ||c a - b||_F / ||b||_F`` (``= sqrt(1 - cosine^2)`` for ``cosine > 0``).
+    """
+    a, b = a.double().flatten(), b.double().flatten()
+    cosine = float(a @ b / (a.norm() * b.norm()))
+    scale = float(a @ b / (a @ a))
+    return {"cosine": cosine, "relative_error": float((scale * a - b).norm() / b.norm())}
+
+
+def theorem2_bound(m_train: int, m_test: int) -> float:
+    """Lower bound of Theorem 2 on (test margin / training margin) of the nuclear-norm solution: ``m_train / (m_train + m_test)``."""
+    if m_train < 1 or m_test < 0:
+        raise ValueError(f"need m_train >= 1 and m_test >= 0, got m_train={m_train}, m_test={m_test}")
+    return m_train / (m_train + m_test)
+
+
+def _check_norm(norm: str) -> None:
+    if norm not in NORMS:
+        raise ValueError(f"unknown norm {norm!r}; allowed: {', '.join(NORMS)}")

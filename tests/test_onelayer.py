@@ -1,0 +1,117 @@
+import pytest
+import torch
+
+from lib.onelayer import OneLayer, OneLayerConfig, factorize, forward_reference, member, merge, per_seed_batches, per_seed_loss
+from lib.train import TrainConfig, train
+
+V, D = 12, 16
+
+
+def tokens(n=5, T=6, seed=0):
+    return torch.randint(0, V, (n, T), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("parameterization", ["factorized", "merged"])
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+def test_shapes(parameterization, attention):
+    model = OneLayer(OneLayerConfig(V, D, parameterization, attention=attention, n_seeds=3, init_scale=0.1))
+    assert model(tokens()).shape == (3, 5, V)
+    assert model(torch.stack([tokens(seed=i) for i in range(3)])).shape == (3, 5, V)
+    assert model.ov().shape == (3, D, D)
+    assert per_seed_loss(model, (tokens(), torch.zeros(5, dtype=torch.long))).shape == (3,)
+
+
+def test_forward_matches_the_one_hot_formula():
+    model = OneLayer(OneLayerConfig(V, D, rank=4, n_seeds=2, init_scale=0.3))
+    x = tokens()
+    logits = model(x)
+    for s in range(2):
+        for b in range(len(x)):
+            f = forward_reference(model.W_O[s], model.W_V[s], model.W_KQ[s], x[b])
+            torch.testing.assert_close(logits[s, b], f[:V])
+
+
+def test_merge_and_factorize_compute_the_same_function():
+    fact = OneLayer(OneLayerConfig(V, D, n_seeds=2, init_scale=0.3))
+    merged = merge(fact)
+    x = tokens()
+    torch.testing.assert_close(merged(x), fact(x))
+    back = factorize(merged)
+    torch.testing.assert_close(back(x), fact(x), atol=1e-5, rtol=1e-4)
+
+
+def test_rank_mask_limits_the_rank_per_member():
+    model = OneLayer(OneLayerConfig(V, D, rank=(1, 3, 16), n_seeds=3, init_scale=0.3))
+    ranks = torch.linalg.matrix_rank(model.ov(), rtol=1e-5)
+    assert ranks.tolist() == [1, 3, 16]
+
+
+def test_frozen_kq_is_uniform_attention():
+    model = OneLayer(OneLayerConfig(V, D, parameterization="merged", train_kq=False, init_scale=0.3))
+    assert "W_KQ" not in dict(model.named_parameters())
+    x = tokens()
+    expected = torch.nn.functional.one_hot(x, D).float().sum(1) @ model.W_OV[0].T
+    torch.testing.assert_close(model(x)[0], expected[:, :V])
+
+
+@pytest.mark.parametrize("parameterization", ["factorized", "merged"])
+def test_batched_members_train_exactly_as_alone(parameterization):
+    data = tokens(n=32, seed=1), torch.randint(0, V, (32,), generator=torch.Generator().manual_seed(2))
+    cfg = TrainConfig(steps=25, lr=1e-2, weight_decay=0.03, progress=False)
+    batched = OneLayer(OneLayerConfig(V, D, parameterization, n_seeds=3, seed=10, init_scale=0.1))
+    hist = train(batched, lambda b, g: data, per_seed_loss, cfg)
+    alone = OneLayer(OneLayerConfig(V, D, parameterization, n_seeds=1, seed=11, init_scale=0.1))
+    hist1 = train(alone, lambda b, g: data, per_seed_loss, cfg)
+    torch.testing.assert_close(hist.loss[:, 1], hist1.loss[:, 0])
+    torch.testing.assert_close(member(batched, 1).ov(), alone.ov())
+
+
+def test_per_seed_batches_gives_each_member_its_own_batch():
+    def sample(n, g):
+        return torch.randint(0, V, (n, 4), generator=g), torch.randint(0, V, (n,), generator=g)
+
+    x, y = per_seed_batches(sample, 3)(8, torch.Generator().manual_seed(0))
+    assert x.shape == (3, 8, 4) and y.shape == (3, 8)
+    assert not torch.equal(x[0], x[1])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"rank": 0}, "rank"),
+        ({"rank": D + 1}, "rank"),
+        ({"parameterization": "tied"}, "parameterization"),
+        ({"attention": "relu"}, "attention"),
+        ({"d_embed": V - 1}, "vocab_size"),
+        ({"rank": (2, 3)}, "n_seeds"),
+        ({"parameterization": "merged", "rank": 4}, "factorized"),
+    ],
+)
+def test_bad_config_raises(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        OneLayerConfig(V, **{"d_embed": D, **kwargs})
+
+
+def test_bad_tokens_raise():
+    model = OneLayer(OneLayerConfig(V, D))
+    with pytest.raises(ValueError, match="vocab_size"):
+        model(torch.tensor([[0, V]]))
+    with pytest.raises(ValueError, match="shape"):
+        model(torch.zeros(2, 3, 4, dtype=torch.long))
+
+
+def test_task_helpers_on_the_symbolic_task():
+    from lib.onelayer import ov_blocks, subject_order, train_on_task
+    from lib.ocr import build_symbolic
+
+    task = build_symbolic()
+    order, train_columns = subject_order(task)
+    assert sorted(order.tolist()) == list(range(len(task.subject_ids)))
+    assert set(order[train_columns].tolist()) == set(task.train_subjects.tolist())
+    fact_index = (task.fact_of[order][:, None] == task.fact_value_ids[None, :]).float().argmax(1)
+    assert (fact_index.diff() >= 0).all(), "columns grouped by fact value"
+    blocks = ov_blocks(torch.randn(128, 128), task, order)
+    assert blocks["implications"].shape == blocks["facts"].shape == (len(task.implication_value_ids), len(task.subject_ids))
+    torch.testing.assert_close(blocks["facts"].mean(0), torch.zeros(len(task.subject_ids)), atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="vocab_size"):
+        train_on_task(task, OneLayerConfig(task.vocab_size - 1))

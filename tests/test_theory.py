@@ -1,0 +1,83 @@
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from lib.theory import (
+    agreement,
+    multiclass_margins,
+    ocr_problem,
+    solve_max_margin,
+    solve_min_norm,
+    svt,
+    theorem2_bound,
+)
+
+
+def test_svt_shrinks_singular_values():
+    W = torch.diag(torch.tensor([3.0, 1.0, 0.5]))
+    torch.testing.assert_close(svt(W, 0.75), torch.diag(torch.tensor([2.25, 0.25, 0.0])))
+
+
+def test_known_completion_nuclear_vs_frobenius():
+    """Entries (0,0), (0,1), (1,0) must be >= 1: the nuclear norm fills the free entry with 1 (rank one,
+    norm 2), the Frobenius norm leaves it at 0 (norm sqrt 3)."""
+    rows, cols = torch.tensor([0, 0, 1]), torch.tensor([0, 1, 0])
+    nuc = solve_min_norm(lambda W: W[rows, cols], (2, 2), "nuclear")
+    fro = solve_min_norm(lambda W: W[rows, cols], (2, 2), "frobenius")
+    torch.testing.assert_close(nuc.W, torch.ones(2, 2), atol=1e-3, rtol=0)
+    torch.testing.assert_close(fro.W, torch.tensor([[1.0, 1.0], [1.0, 0.0]]), atol=1e-3, rtol=0)
+    assert nuc.value == pytest.approx(2.0, abs=1e-4) and fro.value == pytest.approx(3**0.5, abs=1e-4)
+    for sol in (nuc, fro):
+        assert sol.gap < 1e-4 and sol.dual_norm == pytest.approx(1.0, abs=1e-3) and sol.min_constraint > 1 - 1e-4
+
+
+def test_max_margin_two_classes_is_the_svm():
+    sol = solve_max_margin(torch.tensor([[1.0, 0.0]]), torch.tensor([0]), 2, "frobenius")
+    torch.testing.assert_close(sol.W, torch.tensor([[0.5, 0.0], [-0.5, 0.0]]), atol=1e-4, rtol=0)
+
+
+def test_multiclass_margins():
+    logits = torch.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 5.0]])
+    torch.testing.assert_close(multiclass_margins(logits, torch.tensor([0, 2])), torch.tensor([1.0, 0.0]))
+    torch.testing.assert_close(multiclass_margins(logits[None].repeat(2, 1, 1), torch.tensor([1, 0])), torch.tensor([[-2.0, -5.0]] * 2))
+
+
+def tiny_task():
+    """4 subjects, 2 facts b0,b1 -> implications c0,c1; subjects 0,1 train, 2,3 test (one of each per fact)."""
+    # ids: subjects 0-3, b 4-5, c 6-7, r1 8, r2 9, eos 10
+    return SimpleNamespace(
+        vocab_size=11, subject_ids=torch.arange(4), fact_of=torch.tensor([4, 5, 4, 5]), implication_of=torch.tensor([6, 7, 6, 7]),
+        fact_relation_of=torch.full((4,), 8), implication_relation_of=torch.full((4,), 9), train_subjects=torch.tensor([0, 1]),
+        test_subjects=torch.tensor([2, 3]), fact_value_ids=torch.tensor([4, 5]), implication_value_ids=torch.tensor([6, 7]), eos_id=10,
+    )
+
+
+def test_ocr_problem_and_theorem_2_on_a_tiny_task():
+    p = ocr_problem(tiny_task())
+    assert p.train_inputs.shape == (6, 7) and p.test_inputs.shape == (2, 7) and len(p.row_ids) == 11
+    assert p.train_tokens[0].tolist() == [0, 8, 10] and p.test_tokens[0].tolist() == [2, 9, 10]
+    m = p.n_facts + p.n_implications
+    margins = {}
+    for norm in ("nuclear", "frobenius"):
+        sol = solve_max_margin(p.train_inputs, p.train_targets, m, norm)
+        assert sol.gap < 1e-4 and sol.min_constraint > 1 - 1e-4
+        margins[norm] = multiclass_margins(p.test_inputs @ sol.W.T, p.test_targets)
+    assert margins["frobenius"].abs().max() < 1e-3
+    assert margins["nuclear"].min() >= theorem2_bound(1, 1) - 1e-3
+
+
+def test_agreement_is_scale_free():
+    a = torch.randn(4, 5, generator=torch.Generator().manual_seed(0))
+    assert agreement(3 * a, a) == pytest.approx({"cosine": 1.0, "relative_error": 0.0}, abs=1e-6)
+
+
+def test_bad_input_raises():
+    with pytest.raises(ValueError, match="norm"):
+        solve_min_norm(lambda W: W.flatten(), (2, 2), "spectral")
+    with pytest.raises(ValueError, match="n_rows"):
+        solve_max_margin(torch.ones(1, 2), torch.tensor([3]), 2)
+    with pytest.raises(ValueError, match="targets"):
+        multiclass_margins(torch.zeros(2, 3), torch.tensor([0]))
+    with pytest.raises(ValueError, match="m_train"):
+        theorem2_bound(0, 3)
