@@ -270,3 +270,27 @@ def test_check_mean_rank_by_pair():
     for wrong in (stub, overall):
         with pytest.raises(CheckFailed):
             check_mean_rank_by_pair(wrong)
+
+
+# --- figure ------------------------------------------------------------------------------------
+
+
+def test_mean_rank_figure():
+    import matplotlib.pyplot as plt
+
+    from lib import plot
+
+    runs = {"before": {"a -> b": [3.0, 3.5], "c -> d": [1.0, 2.0]}, "after": {"a -> b": [0.5, 0.1], "c -> d": [0.0, 0.2]}}
+    chance = {"a -> b": 3.5, "c -> d": 1.5}
+    fig = plot.ocr_mean_rank(runs, chance)
+    assert len(fig.axes) == 1
+    plt.close(fig)
+    fig = plot.ocr_mean_rank(runs, chance, reference={"model": [0.1, 0.2]})
+    assert len(fig.axes) == 2
+    plt.close(fig)
+    with pytest.raises(ValueError, match="same pairs"):
+        plot.ocr_mean_rank({"x": {"a -> b": [1.0]}}, {"c -> d": 1.0})
+    with pytest.raises(ValueError, match="one value per pair"):
+        plot.ocr_mean_rank(runs, chance, reference={"model": [0.1]})
+    with pytest.raises(ValueError, match="empty"):
+        plot.ocr_mean_rank({}, chance)
