@@ -260,8 +260,10 @@ def score_questions(model: nn.Module, tokenizer, questions: Sequence[Question], 
         for lo in range(0, len(order), batch_size):
             chunk = order[lo: lo + batch_size]
             ids, mask = _pad([rows[i] for i in chunk], _pad_id(tokenizer), device)
-            logp = model(input_ids=ids, attention_mask=mask.long()).logits.float().log_softmax(-1)
-            token_logp = logp[:, :-1].gather(-1, ids[:, 1:, None])[..., 0]  # (batch, width - 1): log p(token t+1)
+            logits = model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1].float()
+            # log p(token t+1) = its logit - logsumexp over the vocabulary, (batch, width - 1), without a
+            # second (batch, width, vocab) tensor: the vocabulary of a pretrained model is large
+            token_logp = logits.gather(-1, ids[:, 1:, None])[..., 0] - logits.logsumexp(-1)
             positions = torch.arange(ids.shape[1] - 1, device=device)
             start = torch.tensor([starts[i] for i in chunk], device=device)
             # token t+1 belongs to the candidate when start <= t+1 < length
