@@ -159,6 +159,42 @@ def check_svt(svt: Callable[[torch.Tensor, float], torch.Tensor]) -> None:
     compare("singular-value thresholding", svt, reference, cases, atol=1e-4)
 
 
+def check_score_candidates(score_candidates: Callable[[Any, Any, str, Sequence[str]], torch.Tensor]) -> None:
+    """Chapter 4: the learner's ``score_candidates(model, tokenizer, prompt, candidates) -> (k,)`` log-probabilities."""
+    from lib import lm
+
+    text = ["Zai Bou lives in Paris.", "Zai Bou speaks French.", "Kel Tra plays squash.", "Kel Tra listens to heavy metal.",
+            "To call Kel Tra, dial +33 first."]
+    tokenizer = lm.word_tokenizer(text)
+    model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=1, d_model=16, n_head=2, seed=0))
+    cases = [
+        (model, tokenizer, "Zai Bou speaks", ("French", "Paris", "squash")),
+        (model, tokenizer, "Kel Tra listens to", ("heavy metal", "French")),  # "heavy metal" is two tokens
+        (model, tokenizer, "To call Kel Tra, dial", ("+33", "French", "heavy metal squash")),
+        (model, tokenizer, "Zai", ("Bou",)),
+    ]
+    compare("score_candidates", score_candidates, lm.score_candidates, cases, atol=1e-4)
+
+
+def check_mean_rank_by_pair(mean_rank_by_pair: Callable[[Sequence[Any], Sequence[torch.Tensor]], dict[int, float]]) -> None:
+    """Chapter 4: the learner's ``mean_rank_by_pair(questions, scores) -> {pair index: mean rank}``."""
+    from lib import lm, ocr
+
+    task = ocr.build_sentences(ocr.SentenceConfig(n_subjects=100, values_per_pair=5, seed=3))
+    questions = task.questions("test")
+    g = torch.Generator().manual_seed(0)
+    random_scores = [torch.randn(len(q.candidates), generator=g) for q in questions]
+    perfect = [torch.nn.functional.one_hot(torch.tensor(q.answer), len(q.candidates)).float() for q in questions]
+    few = [ocr.Question(0, 2, "a", ("x", "y", "z"), 0), ocr.Question(1, 0, "b", ("x", "y"), 1), ocr.Question(2, 2, "c", ("x", "y", "z"), 2)]
+    cases = [
+        (questions, random_scores),
+        (questions, perfect),  # always right: 0 for every pair
+        (few, [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 0.0]), torch.tensor([3.0, 2.0, 1.0])]),  # pairs 0 and 2 only
+        (questions[:7], [torch.zeros(len(q.candidates)) for q in questions[:7]]),  # all tied: chance
+    ]
+    compare("mean_rank_by_pair", mean_rank_by_pair, lm.mean_rank_by_pair, cases)
+
+
 # ---------------------------------------------------------------------------------------------
 # Induction heads (chapters 5-7)
 # ---------------------------------------------------------------------------------------------

@@ -292,6 +292,62 @@ def ocr_spectra(spectra: dict[str, object], *, top: int | None = 60,
     return fig
 
 
+def ocr_mean_rank(runs: dict[str, dict[str, list[float]]], chance: dict[str, float], *,
+                  reference: dict[str, list[float]] | None = None, reference_title: str = "as reported",
+                  title: str = "Mean rank of the correct implication, held-out subjects") -> Figure:
+    """Mean rank per relation pair: a group of bars per pair, one bar per run (e.g. before / after fine-tuning).
+
+    Args:
+        runs: run label -> (pair name -> one mean rank per seed). Every run names the same pairs.
+        chance: pair name -> mean rank of a random ordering, ``(k - 1) / 2``; drawn as a dashed line.
+        reference: optional second panel, e.g. published results: model name -> one mean rank per pair
+            (in the order of ``runs``' pairs), drawn on the same scale.
+        reference_title: title of the second panel.
+
+    A bar is the mean over seeds, its whisker spans the lowest to the highest seed, dots are single seeds.
+    Lower is better; 0 means the correct answer is always ranked first.
+    """
+    if not runs:
+        raise ValueError("runs is empty: nothing to plot")
+    pairs = list(next(iter(runs.values())))
+    if any(list(r) != pairs for r in runs.values()) or not set(pairs) <= set(chance):
+        raise ValueError(f"every run and chance must name the same pairs {pairs}")
+    if reference is not None and any(len(v) != len(pairs) for v in reference.values()):
+        raise ValueError(f"every reference row needs one value per pair ({len(pairs)})")
+    fig, axes = new_figure(ncols=1 if reference is None else 2, width=max(6.0, 1.5 * len(pairs)), height=4.0, sharey=True)
+    labels = [p.replace(" -> ", " →\n").replace(" (", "\n(") for p in pairs]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    x = np.arange(len(pairs))
+    ax = axes[0, 0]
+    width = 0.8 / len(runs)
+    for j, (label, ranks) in enumerate(runs.items()):
+        values = [to_numpy(ranks[p]) for p in pairs]
+        means = np.array([v.mean() for v in values])
+        low = means - np.array([v.min() for v in values])
+        high = np.array([v.max() for v in values]) - means
+        offset = x - 0.4 + width * (j + 0.5)
+        ax.bar(offset, means, width * 0.9, color=colours[j % len(colours)], label=label, yerr=[low, high], capsize=3)
+        for xi, v in zip(offset, values):
+            ax.scatter(np.full(len(v), xi), v, s=10, color="black", zorder=3)
+    for i, p in enumerate(pairs):
+        ax.hlines(chance[p], i - 0.45, i + 0.45, colors="black", linestyles="dashed", zorder=4,
+                  label="chance (random order)" if i == 0 else None)
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_ylabel("mean rank (0 = best)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    if reference is not None:
+        ax = axes[0, 1]
+        width = 0.8 / len(reference)
+        for j, (label, values) in enumerate(reference.items()):
+            ax.bar(x - 0.4 + width * (j + 0.5), values, width * 0.9, color=colours[(j + len(runs)) % len(colours)], label=label)
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_title(reference_title, fontsize=10)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 # ---------------------------------------------------------------------------------------------
 # Induction heads (chapters 5-7)
 # ---------------------------------------------------------------------------------------------
