@@ -75,7 +75,7 @@ def phase_change_curves(steps, repeated, other, *, window=None, control_repeated
     ax.set_xlabel("training step")
     ax.set_ylabel("loss (nats)")
     ax.set_title("The phase change: repeated tokens become predictable all at once")
-    ax.legend(fontsize=8, loc="center right")
+    ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
     return fig
 
@@ -165,7 +165,7 @@ def head_scores_over_training(steps, scores: dict, *, window=None) -> Figure:
     """
     names = list(scores)
     s = to_numpy(steps)
-    fig, axes = new_figure(1, len(names), width=4.6, height=3.4)
+    fig, axes = new_figure(len(names), 1, width=4.6, height=3.4)
     for ax, name in zip(axes[0], names):
         v = to_numpy(scores[name])
         n, layers, heads = v.shape
@@ -178,8 +178,8 @@ def head_scores_over_training(steps, scores: dict, *, window=None) -> Figure:
         ax.set_xticks(ticks, [f"{int(s[t])}" for t in ticks], fontsize=7)
         if window is not None:
             inside = np.nonzero((s >= window[0]) & (s <= window[1]))[0]
-            if len(inside):
-                ax.axvspan(inside[0] - 0.5, inside[-1] + 0.5, color="gold", alpha=0.25)
+            for edge in (inside[0] - 0.5, inside[-1] + 0.5) if len(inside) else ():
+                ax.axvline(edge, color="orange", ls="--", lw=1.2)
         ax.set_xlabel("training step")
         ax.set_title(name, fontsize=10)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
@@ -226,7 +226,7 @@ def attention_pattern(pattern, tokens=None, *, title: str = "", ax=None) -> Figu
     else:
         fig = ax.figure
     ax.imshow(v, cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
-    if tokens is not None and len(tokens) <= 50:
+    if tokens is not None and len(tokens) <= 16:
         labels = ["BOS" if int(t) == 0 else str(int(t)) for t in to_numpy(tokens)]
         ax.set_xticks(range(len(labels)), labels, fontsize=4, rotation=90)
         ax.set_yticks(range(len(labels)), labels, fontsize=4)
@@ -238,7 +238,7 @@ def attention_pattern(pattern, tokens=None, *, title: str = "", ax=None) -> Figu
 
 def attention_before_during_after(patterns, labels, tokens=None, *, head_name: str = "") -> Figure:
     """One head's attention pattern at several checkpoints side by side (the explorer's static twin)."""
-    fig, axes = new_figure(len(patterns), 1, width=3.6, height=3.6)
+    fig, axes = new_figure(len(patterns), 1, width=3.2, height=3.3)
     for ax, p, label in zip(axes[0], patterns, labels):
         attention_pattern(p, tokens, title=label, ax=ax)
     fig.suptitle(f"Attention of {head_name} on a repeated random sequence" if head_name else "Attention on a repeated random sequence", fontsize=10)
