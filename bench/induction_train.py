@@ -28,7 +28,7 @@ EVERY = 25
 CHAPTER = dict(lr=3e-3, batch_size=32)  # the chapter's settings
 
 
-def book(max_steps: int = 1500) -> tuple[float, int | None, float | None]:
+def book(max_steps: int = 800) -> tuple[float, int | None, float | None]:
     config = ind.InductionConfig()
     model = ind.make_model(config, seed=0)
     tokens, period = ind.repeated_sequences(256, ind.seeded_generator(123), config)
