@@ -8,7 +8,8 @@ chapters everything they need to grow one and to look inside it:
   per sample (so no fixed offset solves the task), and the two evaluation sets Olsson et al. use;
 - models: attention-only transformer_lens 4.x models built from config (``boot_native``, no download),
   hookable by the classic names (``blocks.1.attn.hook_k``, ``hook_pattern``, ``hook_z``, ...);
-- losses: per-token cross-entropy, the training loss, and the loss on repeated vs. first-seen tokens;
+- losses: the training loss and the loss on repeated vs. first-seen tokens (the per-token loss itself,
+  ``per_token_loss``, lives in :mod:`lib.scores` and is re-exported here);
 - a two-layer model whose weights are set in code: a previous-token head and an induction head.
 
 Token ``0`` is the BOS token; the random content tokens are ``1 .. vocab - 1``.
