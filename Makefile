@@ -9,6 +9,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Quiet progress bars in tests and in the rendered book (they would show as dead widgets there).
 export CIRCUITS_PROGRESS := 0
+# One torch thread per process: the book's models are tiny, and `make test` runs two notebooks at once on
+# two cores; with two threads each, steps became 5-50x slower (threads waiting on each other).
+export OMP_NUM_THREADS ?= 1
 # pytest-xdist workers for `make test` (whole notebooks per worker: --dist loadfile).
 JOBS   ?= 2
 

@@ -198,3 +198,25 @@ def check_mean_rank_by_pair(mean_rank_by_pair: Callable[[Sequence[Any], Sequence
 # ---------------------------------------------------------------------------------------------
 # Induction heads (chapters 5-7)
 # ---------------------------------------------------------------------------------------------
+
+
+def check_prefix_matching_score(learner: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Exercise: ``prefix_matching_score(pattern (batch, heads, q, k), tokens (batch, seq)) -> (heads,)``."""
+    from lib.scores import prefix_matching_score
+
+    g = torch.Generator().manual_seed(5)
+    cases = []
+    for batch, heads, seq, vocab in ((1, 1, 6, 3), (2, 3, 12, 5), (4, 2, 20, 8)):
+        tokens = torch.randint(0, vocab, (batch, seq), generator=g)
+        tokens[:, -1] = tokens[:, 0]  # at least one repeat per row
+        scores = torch.randn(batch, heads, seq, seq, generator=g).masked_fill(torch.ones(seq, seq, dtype=torch.bool).triu(1), float("-inf"))
+        cases.append((scores.softmax(-1), tokens))
+    compare("prefix_matching_score", learner, prefix_matching_score, cases)
+
+
+def check_previous_token_head(learner: Callable[..., dict]) -> None:
+    """Exercise: ``previous_token_head_weights(layout, strength) -> {"W_Q", "W_K", "W_V", "W_O"}``."""
+    from lib.induction import HandBuiltLayout, previous_token_head_weights
+
+    cases = [(HandBuiltLayout(vocab, seq), strength) for vocab, seq, strength in ((5, 8, 1.0), (12, 10, 20.0), (32, 45, 20.0))]
+    compare("previous_token_head_weights", learner, previous_token_head_weights, cases)

@@ -51,3 +51,28 @@ def ocr_checkpoint_explorer(blocks: dict[str, dict[int, object]], train_columns,
 # ---------------------------------------------------------------------------------------------
 # Induction heads (chapters 5-7)
 # ---------------------------------------------------------------------------------------------
+
+
+def attention_explorer(patterns, steps, tokens=None) -> widgets.VBox:
+    """A checkpoint slider and a head selector over attention patterns on one sequence.
+
+    Args:
+        patterns: ``(n_checkpoints, n_layers, n_heads, seq, seq)``, e.g. one pattern per checkpoint.
+        steps: the ``n_checkpoints`` training steps. tokens: ``(seq,)`` for the axis labels.
+    Static twin: :func:`lib.plot.attention_before_during_after`.
+    """
+    from lib import plot
+
+    steps = [int(s) for s in steps]
+    _, layers, heads = patterns.shape[:3]
+    names = [f"L{l}H{h}" for l in range(layers) for h in range(heads)]
+    controls = {
+        "step": widgets.SelectionSlider(options=steps, value=steps[-1], description="step", continuous_update=False),
+        "head": widgets.Dropdown(options=names, value=names[-1], description="head"),
+    }
+
+    def draw(step: int, head: str):
+        layer, h = int(head[1 : head.index("H")]), int(head[head.index("H") + 1 :])
+        return plot.attention_pattern(patterns[steps.index(step), layer, h], tokens, title=f"{head} at step {step}")
+
+    return figure_explorer(draw, controls)

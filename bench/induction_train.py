@@ -1,0 +1,99 @@
+"""How fast does the induction-head phase change arrive? The book's set-up vs. a plain loop.
+
+Prints steps/s, and the step and wall time at which the phase change completes (loss on the tokens
+an induction head can predict falls below 1 nat), for
+
+- the book: ``lib.induction`` data (a segment of 5-24 distinct tokens repeated until the sequence is
+  full), ``lib.train.train``, the chapter's learning rate and batch size;
+- a plain loop: the same two-layer attention-only transformer_lens model (d_model 64, 4 heads),
+  AdamW at lr 1e-3, batch 64, sequences of 48 tokens in which a random segment of 5-23 tokens is
+  repeated once and the rest is fresh random tokens, ``return_type="loss"`` and a ``.item()`` per step.
+
+Then the ratio of the two wall times. Run: ``PYTHONPATH=$PWD python bench/induction_train.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from lib import induction as ind
+from lib.scores import per_token_loss
+from lib.train import TrainConfig, train
+
+THRESHOLD = 1.0  # nats, on the tokens an induction head can predict
+EVERY = 25
+CHAPTER = dict(lr=3e-3, batch_size=32)  # the chapter's settings
+
+
+def book(max_steps: int = 800) -> tuple[float, int | None, float | None]:
+    config = ind.InductionConfig()
+    model = ind.make_model(config, seed=0)
+    tokens, period = ind.repeated_sequences(256, ind.seeded_generator(123), config)
+    mask = ind.repeat_mask(period, config)
+    start = time.perf_counter()
+
+    def evaluate(m):
+        return per_token_loss(m, tokens)[mask].mean().item(), time.perf_counter() - start
+
+    steps = tuple(range(0, max_steps + 1, EVERY))
+    history = train(model, ind.make_batch_fn(config), ind.training_loss,
+                    TrainConfig(steps=max_steps, checkpoint_steps=steps, progress=False, **CHAPTER), evaluate=evaluate)
+    marks = history.evals
+    hit = next((s for s in steps if marks[s][0] < THRESHOLD), None)
+    return max_steps / history.seconds, hit, (marks[hit][1] if hit is not None else None)
+
+
+def plain(max_steps: int = 3000) -> tuple[float, int | None, float | None]:
+    seq, vocab = 48, 64
+    config = ind.InductionConfig(seq_len=seq, max_repeat=23)
+    model = ind.make_model(config, seed=0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    generator = torch.Generator().manual_seed(0)
+
+    def batch(n: int):
+        length = torch.randint(5, 24, (n,), generator=generator)
+        tokens = torch.randint(1, vocab, (n, seq), generator=generator)
+        tokens[:, 0] = ind.BOS
+        position = torch.arange(seq)
+        repeated = (position[None] > length[:, None]) & (position[None] <= 2 * length[:, None])
+        source = (position[None] - length[:, None]).clamp(min=0)
+        tokens = torch.where(repeated, tokens.gather(1, source), tokens)
+        # predictable (aligned with the loss): the current token is a repeat and so is the next one
+        predictable = (position[None, :-1] > length[:, None]) & (position[None, 1:] <= 2 * length[:, None])
+        return tokens, predictable
+
+    eval_tokens, eval_mask = batch(256)
+    start = time.perf_counter()
+    hit = hit_time = None
+    for step in range(1, max_steps + 1):
+        tokens, _ = batch(64)
+        loss = model(tokens, return_type="loss")
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        loss.item()
+        if step % EVERY == 0:
+            with torch.inference_mode():
+                repeated = per_token_loss(model, eval_tokens)[eval_mask].mean().item()
+            if repeated < THRESHOLD:
+                hit, hit_time = step, time.perf_counter() - start
+                break
+    return step / (time.perf_counter() - start), hit, hit_time
+
+
+def main() -> None:
+    print(f"torch threads: {torch.get_num_threads()}, load average: {os.getloadavg()}")
+    b_rate, b_step, b_time = book()
+    print(f"book : {b_rate:6.1f} steps/s, phase change complete at step {b_step} after {b_time:.1f} s")
+    p_rate, p_step, p_time = plain()
+    print(f"plain: {p_rate:6.1f} steps/s, phase change complete at step {p_step} after {p_time:.1f} s" if p_step else f"plain: {p_rate:6.1f} steps/s, no phase change in {p_rate and 3000} steps")
+    if b_time and p_time:
+        print(f"ratio: the book reaches the phase change {p_time / b_time:.1f}x sooner (wall time), in {p_step / b_step:.1f}x fewer steps")
+    print(f"load average at the end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,454 @@
+"""Repeated-sequence data, attention-only transformers and a hand-built induction circuit.
+
+An induction head completes ``[A][B] ... [A] -> [B]``: at the second ``[A]`` it attends to the token that
+followed the first ``[A]`` and copies it (Elhage et al. 2021; Olsson et al. 2022). This module gives the
+chapters everything they need to grow one and to look inside it:
+
+- data: sequences that start with a BOS token and then repeat a random segment whose length is drawn
+  per sample (so no fixed offset solves the task), and the two evaluation sets Olsson et al. use;
+- models: attention-only transformer_lens 4.x models built from config (``boot_native``, no download),
+  hookable by the classic names (``blocks.1.attn.hook_k``, ``hook_pattern``, ``hook_z``, ...);
+- losses: the training loss and the loss on repeated vs. first-seen tokens (the per-token loss itself,
+  ``per_token_loss``, lives in :mod:`lib.scores` and is re-exported here);
+- a two-layer model whose weights are set in code: a previous-token head and an induction head.
+
+Token ``0`` is the BOS token; the random content tokens are ``1 .. vocab - 1``.
+Heavy import: transformer_lens is imported only inside the functions that build models.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import torch
+from torch import nn
+
+from lib.scores import per_token_loss
+
+BOS = 0
+"""The beginning-of-sequence token; content tokens are drawn from ``1 .. vocab - 1``."""
+
+
+@dataclass(frozen=True)
+class InductionConfig:
+    """The task and the model; the defaults reproduce chapter 5 on a laptop CPU.
+
+    Attributes:
+        n_layers: attention layers (2 can form an induction head; 1 is the control that cannot).
+        n_heads: heads per layer.
+        d_model: width of the residual stream.
+        d_head: width of each head's query/key/value.
+        vocab: vocabulary size including the BOS token ``0``.
+        seq_len: tokens per sequence, BOS included (also the model's context length ``n_ctx``).
+        min_repeat, max_repeat: the repeated segment's length is drawn uniformly from this range,
+            per sample; the segment then repeats until the sequence is full.
+        prefix_segment, prefix_repeats: the prefix-matching set is BOS + ``prefix_segment`` distinct
+            random tokens repeated ``prefix_repeats`` times (Olsson et al. use 25 x 4 in 8192-token
+            contexts; we scale the segment to our context).
+        init_std: standard deviation of the initial weights; ``None`` keeps transformer_lens' default
+            ``0.8 / sqrt(d_model)`` (GPT-2's 0.02 has been reported to stop induction heads forming).
+    """
+
+    n_layers: int = 2
+    n_heads: int = 4
+    d_model: int = 64
+    d_head: int = 16
+    vocab: int = 64
+    seq_len: int = 49
+    min_repeat: int = 5
+    max_repeat: int = 24
+    prefix_segment: int = 11
+    prefix_repeats: int = 4
+    init_std: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("n_layers", "n_heads", "d_model", "d_head", "vocab", "seq_len", "min_repeat", "max_repeat", "prefix_segment", "prefix_repeats"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.vocab < 3:
+            raise ValueError(f"vocab must be at least 3 (BOS plus two content tokens), got {self.vocab}")
+        if self.min_repeat > self.max_repeat:
+            raise ValueError(f"min_repeat ({self.min_repeat}) must be <= max_repeat ({self.max_repeat})")
+        if 1 + 2 * self.max_repeat > self.seq_len:
+            raise ValueError(
+                f"max_repeat={self.max_repeat} is too long for seq_len={self.seq_len}: BOS plus two copies "
+                f"need 1 + 2 * max_repeat = {1 + 2 * self.max_repeat} tokens; allowed max_repeat <= {(self.seq_len - 1) // 2}"
+            )
+        if 1 + self.prefix_segment * self.prefix_repeats > self.seq_len:
+            raise ValueError(
+                f"the prefix-matching set needs 1 + prefix_segment * prefix_repeats = "
+                f"{1 + self.prefix_segment * self.prefix_repeats} tokens, more than seq_len={self.seq_len}"
+            )
+        if self.prefix_repeats < 2:
+            raise ValueError(f"prefix_repeats must be >= 2 (a segment and at least one repeat), got {self.prefix_repeats}")
+        if self.max_repeat > self.vocab - 1:
+            raise ValueError(
+                f"vocab={self.vocab} is too small for segments of up to max_repeat={self.max_repeat} distinct "
+                f"content tokens; need vocab >= {self.max_repeat + 1}"
+            )
+        if self.prefix_segment > self.vocab - 1:
+            raise ValueError(
+                f"vocab={self.vocab} is too small for a prefix-matching segment of {self.prefix_segment} distinct "
+                f"content tokens; need vocab >= {self.prefix_segment + 1}"
+            )
+        if self.init_std is not None and not self.init_std > 0:
+            raise ValueError(f"init_std must be positive or None, got {self.init_std!r}")
+
+    def with_layers(self, n_layers: int) -> "InductionConfig":
+        """The same config with another number of layers (e.g. the one-layer control)."""
+        return replace(self, n_layers=n_layers)
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------------
+
+
+def _distinct_tokens(batch: int, length: int, vocab: int, generator: torch.Generator) -> torch.Tensor:
+    """``(batch, length) int64``: per row, ``length`` distinct content tokens in random order."""
+    keys = torch.rand((batch, vocab - 1), generator=generator, device=generator.device)
+    return keys.argsort(dim=1)[:, :length] + 1
+
+
+def repeated_sequences(
+    batch: int, generator: torch.Generator, config: InductionConfig = InductionConfig()
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Training sequences: BOS, then a random segment of per-sample length, repeated until full.
+
+    The segment's tokens are distinct, so "what followed this token last time" has one answer.
+
+    Returns:
+        tokens: ``(batch, seq_len) int64`` on ``generator.device``; ``tokens[:, 0] == BOS`` and
+            ``tokens[b, 1 + i] == tokens[b, 1 + i % period[b]]``.
+        period: ``(batch,) int64``, the segment length of each sample, in ``[min_repeat, max_repeat]``.
+    """
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a positive integer, got {batch!r}")
+    device = generator.device
+    period = torch.randint(config.min_repeat, config.max_repeat + 1, (batch,), generator=generator, device=device)
+    segment = _distinct_tokens(batch, config.max_repeat, config.vocab, generator)
+    index = torch.arange(config.seq_len - 1, device=device)[None, :] % period[:, None]
+    body = segment.gather(1, index)
+    bos = torch.full((batch, 1), BOS, dtype=torch.int64, device=device)
+    return torch.cat([bos, body], dim=1), period
+
+
+def make_batch_fn(config: InductionConfig = InductionConfig()):
+    """A ``make_batch(batch_size, generator) -> (batch, seq_len) int64`` for :func:`lib.train.train`."""
+
+    def make_batch(batch_size: int, generator: torch.Generator) -> torch.Tensor:
+        return repeated_sequences(batch_size, generator, config)[0]
+
+    return make_batch
+
+
+def repeat_mask(period: torch.Tensor, config: InductionConfig = InductionConfig()) -> torch.Tensor:
+    """Which predictions an induction head can make, aligned with :func:`per_token_loss`.
+
+    Entry ``p`` predicts ``tokens[:, p + 1]`` from the current token ``tokens[:, p]``. It is ``True``
+    when the current token has appeared before (``p > period``), so the answer is "the token that
+    followed it last time". (At ``p == period`` the next token is already a repeat, but the current
+    token is the segment's last, seen for the first time: nothing in the context points to the answer.)
+
+    Returns:
+        ``(batch, seq_len - 1) bool``.
+    """
+    position = torch.arange(config.seq_len - 1, device=period.device)
+    return position[None, :] > period[:, None]
+
+
+def prefix_matching_tokens(batch: int, generator: torch.Generator, config: InductionConfig = InductionConfig()) -> torch.Tensor:
+    """Olsson et al.'s prefix-matching set: BOS, then ``prefix_segment`` distinct random tokens repeated ``prefix_repeats`` times.
+
+    Returns:
+        ``(batch, 1 + prefix_segment * prefix_repeats) int64`` on ``generator.device``.
+    """
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a positive integer, got {batch!r}")
+    device = generator.device
+    segment = _distinct_tokens(batch, config.prefix_segment, config.vocab, generator)
+    bos = torch.full((batch, 1), BOS, dtype=torch.int64, device=device)
+    return torch.cat([bos, segment.repeat(1, config.prefix_repeats)], dim=1)
+
+
+def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """A ``torch.Generator`` on ``device`` seeded with ``seed`` (evaluation sets are made from one)."""
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------------------------
+
+
+def bridge_config(config: InductionConfig, seed: int | None = 0):
+    """The ``TransformerBridgeConfig`` of an attention-only model with no LayerNorm."""
+    from transformer_lens.config import TransformerBridgeConfig
+
+    return TransformerBridgeConfig(
+        d_model=config.d_model,
+        d_head=config.d_head,
+        n_heads=config.n_heads,
+        n_layers=config.n_layers,
+        n_ctx=config.seq_len,
+        d_vocab=config.vocab,
+        attn_only=True,
+        # no LayerNorm: the residual stream is a plain sum, so a head's direct effect on the
+        # logits (the copying score) is exactly W_E W_V W_O W_U, and weights can be set by hand
+        normalization_type=None,
+        positional_embedding_type="standard",
+        initializer_range=-1.0 if config.init_std is None else config.init_std,
+        seed=seed,
+    )
+
+
+def make_model(config: InductionConfig = InductionConfig(), seed: int = 0, device: torch.device | str | None = None) -> nn.Module:
+    """A freshly initialised attention-only ``TransformerBridge`` (``boot_native``, no download).
+
+    The model maps ``(batch, seq) int64`` tokens to ``(batch, seq, vocab)`` logits, supports
+    ``run_with_cache`` / ``run_with_hooks`` with the classic hook names, and exposes ``W_Q, W_K, W_V``
+    ``(n_layers, n_heads, d_model, d_head)``, ``W_O`` ``(n_layers, n_heads, d_head, d_model)``,
+    ``W_E`` ``(vocab, d_model)``, ``W_pos`` ``(seq_len, d_model)`` and ``W_U`` ``(d_model, vocab)``.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    import transformer_lens.model_bridge.sources  # noqa: F401  (attaches TransformerBridge.boot_native)
+    from transformer_lens.model_bridge import TransformerBridge
+
+    return TransformerBridge.boot_native(bridge_config(config, seed), device=device)
+
+
+def load_checkpoint(model: nn.Module, state: dict[str, torch.Tensor]) -> nn.Module:
+    """Load a parameter snapshot (from :class:`lib.train.History`) into ``model`` in place; returns it."""
+    model.load_state_dict(state)
+    return model
+
+
+def check_head(config: InductionConfig, layer: int, head: int) -> None:
+    """Raise ``ValueError`` unless ``(layer, head)`` names a head of a model built from ``config``."""
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < config.n_layers:
+        raise ValueError(f"layer must be an integer in [0, {config.n_layers - 1}], got {layer!r}")
+    if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < config.n_heads:
+        raise ValueError(f"head must be an integer in [0, {config.n_heads - 1}], got {head!r}")
+
+
+def config_of(model: nn.Module) -> InductionConfig:
+    """The :class:`InductionConfig` shape of a model built here (task fields keep their defaults)."""
+    cfg = model.cfg
+    defaults = InductionConfig()
+    seq = cfg.n_ctx
+    return InductionConfig(
+        n_layers=cfg.n_layers,
+        n_heads=cfg.n_heads,
+        d_model=cfg.d_model,
+        d_head=cfg.d_head,
+        vocab=cfg.d_vocab,
+        seq_len=seq,
+        min_repeat=min(defaults.min_repeat, (seq - 1) // 2),
+        max_repeat=min(defaults.max_repeat, (seq - 1) // 2),
+        prefix_segment=min(defaults.prefix_segment, (seq - 1) // defaults.prefix_repeats, cfg.d_vocab - 1),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Losses
+# ---------------------------------------------------------------------------------------------
+
+
+def training_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean next-token loss over every position: the ``loss_fn`` for :func:`lib.train.train`."""
+    return per_token_loss(model, tokens).mean()
+
+
+def repeated_vs_first_loss(model: nn.Module, tokens: torch.Tensor, period: torch.Tensor, config: InductionConfig) -> tuple[float, float]:
+    """Mean loss where induction can predict (:func:`repeat_mask`) and everywhere else, for a batch of :func:`repeated_sequences`."""
+    loss = per_token_loss(model, tokens)
+    mask = repeat_mask(period, config)
+    return loss[mask].mean().item(), loss[~mask].mean().item()
+
+
+# ---------------------------------------------------------------------------------------------
+# The induction circuit, built by hand
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HandBuiltLayout:
+    """Where each piece of information lives in the hand-built model's residual stream.
+
+    The residual stream is cut into four blocks of one-hot slots:
+    ``token`` (which token sits here), ``previous`` (which token sat one position earlier; written by
+    the layer-0 head), ``output`` (the token the layer-1 head copied; read by the unembedding) and
+    ``position`` (which position this is).
+    """
+
+    vocab: int
+    seq_len: int
+
+    @property
+    def token(self) -> slice:
+        return slice(0, self.vocab)
+
+    @property
+    def previous(self) -> slice:
+        return slice(self.vocab, 2 * self.vocab)
+
+    @property
+    def output(self) -> slice:
+        return slice(2 * self.vocab, 3 * self.vocab)
+
+    @property
+    def position(self) -> slice:
+        return slice(3 * self.vocab, 3 * self.vocab + self.seq_len)
+
+    @property
+    def d_model(self) -> int:
+        return 3 * self.vocab + self.seq_len
+
+    @property
+    def d_head(self) -> int:
+        return max(self.vocab, self.seq_len)
+
+
+def hand_built_config(vocab: int = 32, seq_len: int = 45) -> InductionConfig:
+    """The :class:`InductionConfig` of the hand-built model: 2 layers of 1 head, wide enough for one-hot slots."""
+    layout = HandBuiltLayout(vocab, seq_len)
+    return InductionConfig(
+        n_layers=2, n_heads=1, d_model=layout.d_model, d_head=layout.d_head, vocab=vocab, seq_len=seq_len,
+        min_repeat=min(5, (seq_len - 1) // 2), max_repeat=(seq_len - 1) // 2,
+        prefix_segment=min(11, (seq_len - 1) // 4, vocab - 1),
+    )
+
+
+def set_head(
+    model: nn.Module,
+    layer: int,
+    head: int,
+    *,
+    W_Q: torch.Tensor | None = None,
+    b_Q: torch.Tensor | None = None,
+    W_K: torch.Tensor | None = None,
+    b_K: torch.Tensor | None = None,
+    W_V: torch.Tensor | None = None,
+    W_O: torch.Tensor | None = None,
+) -> None:
+    """Overwrite one head's weights, given in transformer_lens' orientation.
+
+    Args:
+        W_Q, W_K, W_V: ``(d_model, d_head)``: a query is ``resid @ W_Q + b_Q``.
+        b_Q, b_K: ``(d_head,)``.
+        W_O: ``(d_head, d_model)``: the head writes ``z @ W_O`` into the residual stream.
+    """
+    check_head(config_of(model), layer, head)
+    d_head = model.cfg.d_head
+    rows = slice(head * d_head, (head + 1) * d_head)
+    attn = model.blocks[layer].attn
+    with torch.no_grad():
+        for name, weight, bias in (("q", W_Q, b_Q), ("k", W_K, b_K), ("v", W_V, None)):
+            linear = getattr(attn, name)
+            if weight is not None:
+                linear.weight[rows] = weight.T.to(linear.weight)
+            if bias is not None:
+                linear.bias[rows] = bias.to(linear.bias)
+        if W_O is not None:
+            attn.o.weight[:, rows] = W_O.T.to(attn.o.weight)
+
+
+def embedding_weights(layout: HandBuiltLayout, strength: float = 20.0) -> dict[str, torch.Tensor]:
+    """Embeddings and unembedding of the hand-built model.
+
+    Returns:
+        ``W_E (vocab, d_model)``: token ``t`` -> one-hot in the ``token`` slot;
+        ``W_pos (seq_len, d_model)``: position ``i`` -> one-hot in the ``position`` slot;
+        ``W_U (d_model, vocab)``: the ``output`` slot of token ``t`` -> logit ``strength / 2`` for ``t``.
+    """
+    v, n, d = layout.vocab, layout.seq_len, layout.d_model
+    tok, pos = torch.arange(v), torch.arange(n)
+    W_E = torch.zeros(v, d)
+    W_E[tok, layout.token.start + tok] = 1.0
+    W_pos = torch.zeros(n, d)
+    W_pos[pos, layout.position.start + pos] = 1.0
+    W_U = torch.zeros(d, v)
+    W_U[layout.output.start + tok, tok] = strength / 2
+    return {"W_E": W_E, "W_pos": W_pos, "W_U": W_U}
+
+
+def previous_token_head_weights(layout: HandBuiltLayout, strength: float = 20.0) -> dict[str, torch.Tensor]:
+    """Layer 0's previous-token head, which works through the positional embeddings alone.
+
+    Returns:
+        ``W_Q (d_model, d_head)``: the ``position`` slot of ``i`` -> head dimension ``i``, times
+        ``strength * sqrt(d_head)`` (attention scores are divided by ``sqrt(d_head)``);
+        ``W_K (d_model, d_head)``: the ``position`` slot of ``j`` -> head dimension ``j + 1``, so query
+        ``i`` meets key ``j`` exactly when ``j == i - 1`` (score ``strength``, 0 elsewhere);
+        ``W_V (d_model, d_head)``: the ``token`` slot of ``t`` -> head dimension ``t``;
+        ``W_O (d_head, d_model)``: head dimension ``t`` -> the ``previous`` slot of ``t``.
+    """
+    v, n, d, dh = layout.vocab, layout.seq_len, layout.d_model, layout.d_head
+    tok, pos = torch.arange(v), torch.arange(n)
+    W_Q = torch.zeros(d, dh)
+    W_Q[layout.position.start + pos, pos] = strength * math.sqrt(dh)
+    W_K = torch.zeros(d, dh)
+    W_K[layout.position.start + pos[:-1], pos[1:]] = 1.0
+    W_V = torch.zeros(d, dh)
+    W_V[layout.token.start + tok, tok] = 1.0
+    W_O = torch.zeros(dh, d)
+    W_O[tok, layout.previous.start + tok] = 1.0
+    return {"W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O}
+
+
+def induction_head_weights(layout: HandBuiltLayout, strength: float = 20.0) -> dict[str, torch.Tensor]:
+    """Layer 1's induction head: K-composition with the previous-token head, and a copying OV circuit.
+
+    Returns:
+        ``W_Q``: the ``token`` slot of the current token ``A`` -> head dimension ``A`` (times
+        ``strength * sqrt(d_head)``), plus a bias ``b_Q`` on dimension 0 for every query;
+        ``W_K``: the ``previous`` slot of ``A`` -> dimension ``A``: key ``j`` matches when the token
+        *before* ``j`` was ``A`` (score ``strength``); BOS as a predecessor matches nothing; the
+        ``position`` slot of 0 (the BOS token) -> dimension 0 at one half, so BOS scores
+        ``strength / 2`` for every query: where ``A`` was not seen before, the head rests on BOS;
+        ``W_V``: the ``token`` slot of ``B`` -> dimension ``B`` for every content token (BOS carries nothing);
+        ``W_O``: dimension ``B`` -> the ``output`` slot of ``B``, which the unembedding turns into a vote for ``B``.
+    """
+    v, d, dh = layout.vocab, layout.d_model, layout.d_head
+    tok = torch.arange(1, v)  # content tokens; dimension 0 (BOS's) is the resting place
+    scale = strength * math.sqrt(dh)
+    W_Q = torch.zeros(d, dh)
+    W_Q[layout.token.start + tok, tok] = scale
+    b_Q = torch.zeros(dh)
+    b_Q[BOS] = scale
+    W_K = torch.zeros(d, dh)
+    W_K[layout.previous.start + tok, tok] = 1.0
+    W_K[layout.position.start + 0, BOS] = 0.5
+    W_V = torch.zeros(d, dh)
+    W_V[layout.token.start + tok, tok] = 1.0
+    W_O = torch.zeros(dh, d)
+    W_O[tok, layout.output.start + tok] = 1.0
+    return {"W_Q": W_Q, "b_Q": b_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O}
+
+
+def hand_built_model(vocab: int = 32, seq_len: int = 45, strength: float = 20.0, device: torch.device | str | None = None) -> nn.Module:
+    """A two-layer attention-only model (one head per layer) whose weights implement an induction circuit.
+
+    Every weight is zero except those set by :func:`embedding_weights`,
+    :func:`previous_token_head_weights` (layer 0) and :func:`induction_head_weights` (layer 1).
+    ``strength`` is the attention score of a match before the softmax (larger = sharper attention).
+    """
+    if not strength > 0:
+        raise ValueError(f"strength must be positive, got {strength!r}")
+    config = hand_built_config(vocab, seq_len)
+    layout = HandBuiltLayout(vocab, seq_len)
+    model = make_model(config, seed=0, device=device)
+    embed = embedding_weights(layout, strength)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        native = model.original_model
+        native.tok_embed.weight.copy_(embed["W_E"])
+        native.pos.weight.copy_(embed["W_pos"])
+        native.head.weight.copy_(embed["W_U"].T)
+    set_head(model, 0, 0, **previous_token_head_weights(layout, strength))
+    set_head(model, 1, 0, **induction_head_weights(layout, strength))
+    return model

@@ -1,0 +1,282 @@
+"""Detecting induction heads, and measuring in-context learning, from a model's activations and weights.
+
+Head scores follow Olsson et al. (2022); each is a number per head, computed on a fixed evaluation set:
+
+- **prefix matching**: on a random segment repeated several times after a BOS token, the attention a
+  head pays, from each token, to the tokens that *followed earlier occurrences* of that token (1 = all
+  of it, 0 = none);
+- **copying**: whether the head's direct path from a token's embedding to the logits (``W_E W_V W_O
+  W_U``, the OV circuit) raises the logit of that same token; in ``[-1, 1]``, positive = copies;
+- **previous token**: the attention a head pays from each position to the one just before it.
+
+An *induction head* has high prefix matching (>= 0.75 here) and positive copying.
+
+**ICL score sign convention (used everywhere in the book):** ``icl_score = loss at a late token -
+loss at an early token``. It is *negative* when the model predicts later tokens better than early
+ones, i.e. when it learns in context; more negative = more in-context learning.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+INDUCTION_THRESHOLD = 0.75
+"""Prefix-matching score above which (with positive copying) a head counts as an induction head."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-token loss and the in-context-learning score
+# ---------------------------------------------------------------------------------------------
+
+
+def per_token_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of predicting each next token.
+
+    Args:
+        tokens: ``(batch, seq) int64``.
+
+    Returns:
+        ``(batch, seq - 1) float32``; entry ``p`` is the loss (nats) of predicting ``tokens[:, p + 1]``
+        from ``tokens[:, : p + 1]``.
+    """
+    if tokens.ndim != 2 or tokens.dtype != torch.int64:
+        raise ValueError(f"tokens must be a (batch, seq) int64 tensor, got shape {tuple(tokens.shape)} dtype {tokens.dtype}")
+    logits = model(tokens)
+    logprobs = F.log_softmax(logits[:, :-1].float(), dim=-1)
+    return -logprobs.gather(-1, tokens[:, 1:, None])[..., 0]
+
+
+def icl_score(loss: torch.Tensor, early: int, late: int) -> torch.Tensor:
+    """In-context-learning score: mean loss at position ``late`` minus mean loss at position ``early``.
+
+    Negative means in-context learning (later tokens are predicted better); see the module docstring.
+
+    Args:
+        loss: ``(..., batch, seq - 1)`` per-token loss (e.g. stacked over checkpoints) or ``(seq - 1,)``.
+        early, late: positions in the loss's last axis, ``0 <= early < late < seq - 1``.
+
+    Returns:
+        ``loss.shape[:-2]`` (a scalar for a single loss matrix or vector).
+    """
+    n = loss.shape[-1]
+    if not (isinstance(early, int) and isinstance(late, int) and 0 <= early < late < n):
+        raise ValueError(f"need integer positions 0 <= early < late < {n}, got early={early!r}, late={late!r}")
+    by_position = loss if loss.ndim == 1 else loss.mean(dim=-2)
+    return by_position[..., late] - by_position[..., early]
+
+
+# ---------------------------------------------------------------------------------------------
+# Head scores
+# ---------------------------------------------------------------------------------------------
+
+
+def attention_patterns(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """Every head's attention pattern.
+
+    Returns:
+        ``(n_layers, batch, n_heads, query, key)``; rows sum to 1 over the keys.
+    """
+    names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(model.cfg.n_layers)]
+    with torch.inference_mode():
+        _, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
+    return torch.stack([cache[name] for name in names])
+
+
+def _check_pattern(pattern: torch.Tensor, tokens: torch.Tensor | None = None) -> None:
+    if pattern.ndim < 4 or pattern.shape[-1] != pattern.shape[-2]:
+        raise ValueError(f"pattern must be (..., batch, heads, query, key) with query == key, got shape {tuple(pattern.shape)}")
+    if tokens is not None and (tokens.shape[0] != pattern.shape[-4] or tokens.shape[1] != pattern.shape[-1]):
+        raise ValueError(f"tokens {tuple(tokens.shape)} do not match pattern (batch, seq) {tuple(pattern.shape[-4:-3]) + tuple(pattern.shape[-1:])}")
+
+
+def prefix_matching_mask(tokens: torch.Tensor) -> torch.Tensor:
+    """Where an induction head should look: ``mask[b, i, j]`` is True when ``j >= 1``, ``j <= i`` and ``tokens[b, j - 1] == tokens[b, i]``.
+
+    Returns:
+        ``(batch, seq, seq) bool``: key ``j`` follows an earlier occurrence of query ``i``'s token.
+    """
+    batch, seq = tokens.shape
+    same = tokens[:, None, :-1] == tokens[:, :, None]  # (batch, i, j - 1)
+    mask = torch.zeros(batch, seq, seq, dtype=torch.bool, device=tokens.device)
+    mask[:, :, 1:] = same
+    return mask & torch.ones(seq, seq, dtype=torch.bool, device=tokens.device).tril()
+
+
+def prefix_matching_score(pattern: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean attention from each token to the tokens that followed its earlier occurrences.
+
+    Averaged over the query positions that have an earlier occurrence (others are skipped).
+
+    Args:
+        pattern: ``(..., batch, heads, query, key)`` attention, e.g. from :func:`attention_patterns`.
+        tokens: ``(batch, seq) int64``, the tokens the pattern was computed on.
+
+    Returns:
+        ``(..., heads)``, each in ``[0, 1]``.
+    """
+    _check_pattern(pattern, tokens)
+    mask = prefix_matching_mask(tokens)  # (batch, q, k)
+    has_match = mask.any(dim=-1)  # (batch, q)
+    if not has_match.any():
+        raise ValueError("no token in `tokens` occurs twice: the prefix-matching score is undefined")
+    attended = (pattern * mask[:, None].to(pattern.dtype)).sum(dim=-1)  # (..., batch, heads, q)
+    weights = has_match[:, None, :].to(pattern.dtype)
+    return (attended * weights).sum(dim=-1).sum(dim=-2) / has_match.sum()
+
+
+def previous_token_score(pattern: torch.Tensor) -> torch.Tensor:
+    """Mean attention from each position ``i >= 1`` to position ``i - 1``.
+
+    Args:
+        pattern: ``(..., batch, heads, query, key)``.
+
+    Returns:
+        ``(..., heads)``, each in ``[0, 1]``.
+    """
+    _check_pattern(pattern)
+    if pattern.shape[-1] < 2:
+        raise ValueError("the previous-token score needs sequences of at least 2 tokens")
+    diagonal = pattern.diagonal(offset=-1, dim1=-2, dim2=-1)  # (..., batch, heads, seq - 1)
+    return diagonal.mean(dim=(-3, -1))
+
+
+def ov_logits(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """Each head's direct effect on the logits when it attends to a token: ``W_E[t] W_V W_O W_U``.
+
+    Args:
+        tokens: ``(n,) int64``.
+
+    Returns:
+        ``(n_layers, n_heads, n, vocab)``; the model has no LayerNorm, so this is exactly what the head
+        adds to the logits (biases aside) when it puts all its attention on a token ``t``.
+    """
+    with torch.inference_mode():
+        embed = model.W_E[tokens]  # (n, d_model)
+        ov = torch.einsum("nd,lhde,lhef->lhnf", embed, model.W_V, model.W_O)
+        return ov @ model.W_U
+
+
+def copying_score(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """How much each head's OV circuit raises the logit of the token it reads, relative to the others.
+
+    For each token ``t``: take the head's direct logits ``l = W_E[t] W_V W_O W_U``, centre them over
+    the vocabulary, and divide ``l[t] - mean(l)`` by the largest absolute centred logit. Averaged over
+    the tokens. A signed version of Olsson et al.'s copying measure: ``1`` = the head's largest effect
+    is to raise ``t`` itself, ``0`` = no preference, ``-1`` = it suppresses ``t`` the most.
+
+    Args:
+        tokens: ``(n,) int64`` content tokens (Olsson et al. use 25 random ones).
+
+    Returns:
+        ``(n_layers, n_heads)`` in ``[-1, 1]``.
+    """
+    if tokens.ndim != 1 or tokens.numel() == 0:
+        raise ValueError(f"tokens must be a non-empty 1-D tensor of token ids, got shape {tuple(tokens.shape)}")
+    logits = ov_logits(model, tokens)
+    centred = logits - logits.mean(dim=-1, keepdim=True)
+    own = centred.gather(-1, tokens.view(1, 1, -1, 1).expand(*centred.shape[:2], -1, 1))[..., 0]
+    scale = centred.abs().amax(dim=-1).clamp_min(1e-12)
+    return (own / scale).mean(dim=-1)
+
+
+def head_scores(model: nn.Module, prefix_tokens: torch.Tensor, train_tokens: torch.Tensor, copy_tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The three scores of every head.
+
+    Args:
+        prefix_tokens: ``(batch, seq)`` a repeated random segment after BOS (prefix matching).
+        train_tokens: ``(batch, seq)`` a sample of the training distribution (previous token).
+        copy_tokens: ``(n,)`` random content tokens (copying).
+
+    Returns:
+        ``{"prefix matching", "copying", "previous token"}`` -> ``(n_layers, n_heads)`` on the CPU.
+    """
+    return {
+        "prefix matching": prefix_matching_score(attention_patterns(model, prefix_tokens), prefix_tokens).cpu(),
+        "copying": copying_score(model, copy_tokens).cpu(),
+        "previous token": previous_token_score(attention_patterns(model, train_tokens)).cpu(),
+    }
+
+
+def is_induction_head(prefix_matching: torch.Tensor, copying: torch.Tensor, threshold: float = INDUCTION_THRESHOLD) -> torch.Tensor:
+    """The classifier: prefix matching ``>= threshold`` and copying ``> 0`` (element-wise ``bool``)."""
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+    return (prefix_matching >= threshold) & (copying > 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Over training: checkpoints
+# ---------------------------------------------------------------------------------------------
+
+
+def over_checkpoints(model: nn.Module, checkpoints: Mapping[int, dict[str, torch.Tensor]], measure, steps: Iterable[int] | None = None) -> tuple[list[int], list]:
+    """Load each checkpoint into ``model`` (in step order) and call ``measure(model)``.
+
+    Leaves ``model`` holding the last checkpoint measured.
+
+    Returns:
+        ``(steps, results)``, two lists in step order.
+    """
+    steps = sorted(checkpoints) if steps is None else list(steps)
+    missing = [s for s in steps if s not in checkpoints]
+    if missing:
+        raise ValueError(f"no checkpoint at steps {missing}; available: {sorted(checkpoints)}")
+    was_training = model.training
+    model.eval()
+    results = []
+    for step in steps:
+        model.load_state_dict(checkpoints[step])
+        with torch.inference_mode():
+            results.append(measure(model))
+    model.train(was_training)
+    return steps, results
+
+
+def pca(matrix: torch.Tensor, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+    """Project the rows of ``matrix`` onto its top ``k`` principal components.
+
+    Args:
+        matrix: ``(n_rows, n_features)``, e.g. one flattened per-token-loss vector per checkpoint.
+
+    Returns:
+        ``(coordinates (n_rows, k), explained_variance_ratio (k,))``.
+    """
+    if matrix.ndim != 2 or not 1 <= k <= min(matrix.shape):
+        raise ValueError(f"need a 2-D matrix and 1 <= k <= min(shape); got shape {tuple(matrix.shape)}, k={k!r}")
+    centred = matrix.double() - matrix.double().mean(dim=0, keepdim=True)
+    u, s, _ = torch.linalg.svd(centred, full_matrices=False)
+    explained = s**2 / (s**2).sum().clamp_min(1e-30)
+    return (u[:, :k] * s[:k]).float(), explained[:k].float()
+
+
+def phase_change_window(steps, loss, upper: float = 0.75, lower: float = 0.1) -> tuple[int, int]:
+    """The steps where a loss curve makes its big drop.
+
+    With ``L0`` the first and ``Lf`` the last value, the window starts at the last step whose loss is
+    still above ``Lf + upper * (L0 - Lf)`` and ends at the first later step whose loss is below
+    ``Lf + lower * (L0 - Lf)``.
+
+    Args:
+        steps: ``(n,)`` increasing checkpoint steps. loss: ``(n,)`` e.g. the loss on repeated tokens.
+
+    Raises:
+        ValueError: the curve does not fall (``L0 <= Lf``), or the fractions are not ``0 < lower < upper < 1``.
+    """
+    steps = [int(s) for s in steps]
+    values = [float(v) for v in loss]
+    if len(steps) != len(values) or len(steps) < 2:
+        raise ValueError(f"need matching steps and losses, at least 2; got {len(steps)} and {len(values)}")
+    if not 0 < lower < upper < 1:
+        raise ValueError(f"need 0 < lower < upper < 1, got lower={lower!r}, upper={upper!r}")
+    first, last = values[0], values[-1]
+    if not first > last:
+        raise ValueError(f"the loss does not fall ({first:.3f} -> {last:.3f}): no phase change to locate")
+    hi = last + upper * (first - last)
+    lo = last + lower * (first - last)
+    end_index = next(i for i, v in enumerate(values) if v <= lo)
+    start_index = max([i for i in range(end_index + 1) if values[i] >= hi], default=0)
+    return steps[start_index], steps[end_index]

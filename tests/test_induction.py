@@ -1,0 +1,147 @@
+import math
+
+import pytest
+import torch
+
+from lib import induction as ind
+from lib.scores import per_token_loss
+from lib.train import TrainConfig, train
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 12345])
+def test_repeated_sequences_structure(seed):
+    config = ind.InductionConfig()
+    tokens, period = ind.repeated_sequences(64, ind.seeded_generator(seed), config)
+    assert tokens.shape == (64, config.seq_len) and tokens.dtype == torch.int64
+    assert (tokens[:, 0] == ind.BOS).all()
+    assert ((tokens[:, 1:] >= 1) & (tokens[:, 1:] < config.vocab)).all()
+    assert ((period >= config.min_repeat) & (period <= config.max_repeat)).all()
+    for row, p in zip(tokens, period.tolist()):
+        body = row[1:]
+        assert len(set(body[:p].tolist())) == p, "the segment's tokens are distinct"
+        idx = torch.arange(len(body))
+        assert torch.equal(body, body[idx % p])
+
+
+def test_periods_vary_and_seed_reproduces():
+    a, pa = ind.repeated_sequences(256, ind.seeded_generator(3))
+    b, pb = ind.repeated_sequences(256, ind.seeded_generator(3))
+    assert torch.equal(a, b) and torch.equal(pa, pb)
+    assert len(set(pa.tolist())) > 10, "the period must vary between samples"
+
+
+def test_repeat_mask_marks_exactly_the_induction_predictable_tokens():
+    config = ind.InductionConfig()
+    tokens, period = ind.repeated_sequences(32, ind.seeded_generator(0), config)
+    mask = ind.repeat_mask(period, config)
+    assert mask.shape == (32, config.seq_len - 1)
+    for b in range(32):
+        for p in range(config.seq_len - 1):
+            seen_before = tokens[b, p].item() in tokens[b, :p].tolist()
+            assert mask[b, p].item() == seen_before
+            if seen_before:
+                earlier = tokens[b, :p].tolist().index(tokens[b, p].item())
+                assert tokens[b, earlier + 1] == tokens[b, p + 1]
+
+
+def test_prefix_matching_tokens():
+    config = ind.InductionConfig()
+    tokens = ind.prefix_matching_tokens(8, ind.seeded_generator(0), config)
+    n = config.prefix_segment
+    assert tokens.shape == (8, 1 + n * config.prefix_repeats)
+    assert (tokens[:, 0] == ind.BOS).all()
+    for row in tokens:
+        segment = row[1 : 1 + n]
+        assert len(set(segment.tolist())) == n
+        assert torch.equal(row[1:], segment.repeat(config.prefix_repeats))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(seq_len=40, max_repeat=24), "too long for seq_len"),
+        (dict(vocab=16), "vocab=16 is too small"),
+        (dict(vocab=2), "at least 3"),
+        (dict(min_repeat=10, max_repeat=5), "min_repeat"),
+        (dict(n_layers=0), "n_layers"),
+        (dict(prefix_segment=20), "prefix-matching set needs"),
+        (dict(init_std=-1.0), "init_std"),
+    ],
+)
+def test_config_rejects_bad_values(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ind.InductionConfig(**kwargs)
+
+
+def test_unknown_head_or_layer_raises():
+    config = ind.InductionConfig()
+    ind.check_head(config, 1, 3)
+    with pytest.raises(ValueError, match="head must be an integer in \\[0, 3\\]"):
+        ind.check_head(config, 0, 4)
+    with pytest.raises(ValueError, match="layer must be"):
+        ind.check_head(config, 2, 0)
+    model = ind.make_model(config.with_layers(1))
+    with pytest.raises(ValueError, match="layer must be"):
+        ind.set_head(model, 1, 0, W_V=torch.zeros(64, 16))
+
+
+def test_bad_batch_and_seed():
+    with pytest.raises(ValueError, match="batch"):
+        ind.repeated_sequences(0, ind.seeded_generator(0))
+    with pytest.raises(ValueError, match="seed"):
+        ind.make_model(seed=-1)
+
+
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_make_model_shapes_hooks_and_seed(n_layers):
+    config = ind.InductionConfig(n_layers=n_layers)
+    model = ind.make_model(config, seed=0)
+    assert model.W_Q.shape == (n_layers, 4, 64, 16) and model.W_O.shape == (n_layers, 4, 16, 64)
+    assert model.W_E.shape == (64, 64) and model.W_U.shape == (64, 64)
+    tokens, _ = ind.repeated_sequences(2, ind.seeded_generator(0), config)
+    logits, cache = model.run_with_cache(tokens)
+    assert logits.shape == (2, config.seq_len, config.vocab)
+    assert cache[f"blocks.{n_layers - 1}.attn.hook_pattern"].shape == (2, 4, config.seq_len, config.seq_len)
+    assert cache["blocks.0.attn.hook_k"].shape == (2, config.seq_len, 4, 16)
+    same = ind.make_model(config, seed=0)
+    other = ind.make_model(config, seed=1)
+    assert torch.equal(model.W_K, same.W_K) and not torch.equal(model.W_K, other.W_K)
+    # transformer_lens' own per-token loss agrees with ours
+    ours = per_token_loss(model, tokens)
+    theirs = model(tokens, return_type="loss", loss_per_token=True)
+    assert torch.allclose(ours, theirs, atol=1e-5)
+
+
+def test_init_std_is_used():
+    model = ind.make_model(ind.InductionConfig(init_std=0.02), seed=0)
+    assert abs(model.W_E.std().item() - 0.02) < 0.003
+    default = ind.make_model(ind.InductionConfig(), seed=0)
+    assert abs(default.W_E.std().item() - 0.8 / math.sqrt(64)) < 0.01
+
+
+def test_hand_built_model_beats_chance():
+    model = ind.hand_built_model(vocab=32, seq_len=45)
+    config = ind.config_of(model)
+    tokens, period = ind.repeated_sequences(128, ind.seeded_generator(0), config)
+    with torch.inference_mode():
+        repeated, first = ind.repeated_vs_first_loss(model, tokens, period, config)
+    assert repeated < 0.01
+    assert abs(first - math.log(32)) < 0.05
+
+
+def test_hand_built_head_weights_land_where_intended():
+    layout = ind.HandBuiltLayout(8, 12)
+    model = ind.hand_built_model(8, 12, strength=5.0)
+    weights = ind.induction_head_weights(layout, 5.0)
+    assert torch.allclose(model.W_Q[1, 0], weights["W_Q"]) and torch.allclose(model.W_O[1, 0], weights["W_O"])
+    assert torch.allclose(model.b_Q[1, 0], weights["b_Q"])
+    with pytest.raises(ValueError, match="strength"):
+        ind.hand_built_model(strength=0.0)
+
+
+def test_make_batch_fn_trains_with_lib_train():
+    config = ind.InductionConfig(n_layers=1, d_model=16, d_head=4, n_heads=2, vocab=32, seq_len=25, max_repeat=12, prefix_segment=6)
+    model = ind.make_model(config)
+    history = train(model, ind.make_batch_fn(config), ind.training_loss, TrainConfig(steps=30, lr=3e-3, batch_size=8, checkpoint_steps=(0, 30), progress=False))
+    assert history.loss.shape == (30,) and set(history.checkpoints) == {0, 30}
+    assert history.loss[-5:].mean() < history.loss[:5].mean()

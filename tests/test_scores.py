@@ -1,0 +1,156 @@
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from lib import checks, scores as sc
+from lib.induction import HandBuiltLayout, hand_built_model, previous_token_head_weights
+
+
+def one_hot_pattern(seq, targets):
+    """(1, 1, seq, seq) attention with query i entirely on key targets[i]."""
+    p = torch.zeros(1, 1, seq, seq)
+    for i, j in enumerate(targets):
+        p[0, 0, i, j] = 1.0
+    return p
+
+
+def test_prefix_matching_exact():
+    tokens = torch.tensor([[0, 5, 6, 5, 6, 5]])
+    # queries with an earlier occurrence: i=3 (5: targets j=2), i=4 (6: j=3), i=5 (5: j=2 and j=4)
+    perfect = one_hot_pattern(6, [0, 0, 1, 2, 3, 4])
+    assert sc.prefix_matching_score(perfect, tokens).item() == pytest.approx(1.0)
+    self_attention = one_hot_pattern(6, range(6))
+    assert sc.prefix_matching_score(self_attention, tokens).item() == pytest.approx(0.0)
+    half = 0.5 * perfect + 0.5 * self_attention
+    assert sc.prefix_matching_score(half, tokens).item() == pytest.approx(0.5)
+    mixed = one_hot_pattern(6, [0, 0, 1, 2, 0, 2])  # right, wrong, right
+    assert sc.prefix_matching_score(mixed, tokens).item() == pytest.approx(2 / 3)
+
+
+def test_prefix_matching_needs_a_repeat_and_matching_shapes():
+    with pytest.raises(ValueError, match="occurs twice"):
+        sc.prefix_matching_score(one_hot_pattern(3, [0, 0, 1]), torch.tensor([[0, 1, 2]]))
+    with pytest.raises(ValueError, match="do not match"):
+        sc.prefix_matching_score(one_hot_pattern(3, [0, 0, 1]), torch.tensor([[0, 1, 2, 1]]))
+
+
+def test_previous_token_exact():
+    assert sc.previous_token_score(one_hot_pattern(5, [0, 0, 1, 2, 3])).item() == pytest.approx(1.0)
+    uniform = torch.ones(5, 5).tril()
+    uniform = (uniform / uniform.sum(-1, keepdim=True))[None, None]
+    assert sc.previous_token_score(uniform).item() == pytest.approx(sum(1 / (i + 1) for i in range(1, 5)) / 4)
+    stacked = torch.stack([one_hot_pattern(5, [0, 0, 1, 2, 3]), one_hot_pattern(5, range(5))])  # (layers, b, h, q, k)
+    assert torch.allclose(sc.previous_token_score(stacked), torch.tensor([[1.0], [0.0]]))
+
+
+def fake_model(ov_sign):
+    """Two heads on a 4-token vocabulary: head 0 has OV = ov_sign * identity, head 1 writes nothing."""
+    eye = torch.eye(4)
+    W_V = torch.stack([eye, torch.zeros(4, 4)])[None]  # (1 layer, 2 heads, d_model, d_head)
+    W_O = torch.stack([ov_sign * eye, eye])[None]
+    return SimpleNamespace(W_E=eye, W_V=W_V, W_O=W_O, W_U=eye)
+
+
+def test_copying_score_sign_and_range():
+    tokens = torch.tensor([0, 1, 2, 3])
+    assert sc.copying_score(fake_model(1.0), tokens)[0, 0].item() == pytest.approx(1.0)
+    assert sc.copying_score(fake_model(-1.0), tokens)[0, 0].item() == pytest.approx(-1.0)
+    assert sc.copying_score(fake_model(1.0), tokens)[0, 1].item() == 0.0
+    with pytest.raises(ValueError, match="1-D"):
+        sc.copying_score(fake_model(1.0), tokens[None])
+
+
+def test_icl_score_sign_convention():
+    falling = torch.tensor([[4.0, 3.0, 2.0, 0.5]])
+    assert sc.icl_score(falling, 0, 3).item() == pytest.approx(-3.5)  # negative = in-context learning
+    assert sc.icl_score(torch.tensor([1.0, 2.0, 3.0]), 0, 2).item() == pytest.approx(2.0)
+    stacked = torch.stack([falling, falling.flip(-1)])  # (checkpoints, batch, positions)
+    assert torch.allclose(sc.icl_score(stacked, 0, 3), torch.tensor([-3.5, 3.5]))
+    with pytest.raises(ValueError, match="early < late"):
+        sc.icl_score(falling, 3, 0)
+    with pytest.raises(ValueError, match="early < late"):
+        sc.icl_score(falling, 0, 4)
+
+
+def test_phase_change_window():
+    steps = list(range(0, 110, 10))
+    loss = [4.0, 3.9, 3.8, 3.7, 3.6, 2.0, 0.6, 0.3, 0.1, 0.0, 0.0]
+    assert sc.phase_change_window(steps, loss) == (40, 70)
+    with pytest.raises(ValueError, match="does not fall"):
+        sc.phase_change_window(steps, [1.0] * 11)
+
+
+def test_pca_and_classifier():
+    direction = torch.tensor([1.0, 2.0, 2.0]) / 3
+    matrix = torch.arange(5.0)[:, None] * direction[None]
+    coords, explained = sc.pca(matrix, k=1)
+    assert explained[0].item() == pytest.approx(1.0)
+    assert torch.allclose(coords[:, 0].abs(), (torch.arange(5.0) - 2).abs(), atol=1e-5)
+    got = sc.is_induction_head(torch.tensor([0.9, 0.9, 0.5]), torch.tensor([0.5, -0.1, 0.9]))
+    assert got.tolist() == [True, False, False]
+    with pytest.raises(ValueError, match="threshold"):
+        sc.is_induction_head(torch.ones(1), torch.ones(1), threshold=0.0)
+
+
+def test_hand_built_scores():
+    model = hand_built_model(32, 45)
+    from lib.induction import config_of, prefix_matching_tokens, repeated_sequences, seeded_generator
+
+    config = config_of(model)
+    g = seeded_generator(0)
+    scores = sc.head_scores(model, prefix_matching_tokens(16, g, config), repeated_sequences(16, g, config)[0], torch.arange(1, 26))
+    assert scores["prefix matching"][1, 0] > 0.99 and scores["copying"][1, 0] > 0.99
+    assert scores["previous token"][0, 0] > 0.99 and scores["prefix matching"][0, 0] < 0.05
+    assert sc.is_induction_head(scores["prefix matching"], scores["copying"]).tolist() == [[False], [True]]
+
+
+def test_over_checkpoints_loads_in_order():
+    model = hand_built_model(8, 12)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    zero = {k: torch.zeros_like(v) for k, v in state.items()}
+    steps, results = sc.over_checkpoints(model, {10: state, 0: zero}, lambda m: m.W_E.abs().sum().item())
+    assert steps == [0, 10] and results[0] == 0.0 and results[1] > 0
+    with pytest.raises(ValueError, match="no checkpoint"):
+        sc.over_checkpoints(model, {0: zero}, lambda m: 0, steps=[5])
+
+
+# ---- exercise checks: the reference passes, a stub and a wrong answer fail ----
+
+
+def test_check_prefix_matching_score():
+    checks.check_prefix_matching_score(sc.prefix_matching_score)
+
+    def stub(pattern, tokens):
+        raise NotImplementedError
+
+    with pytest.raises(checks.CheckFailed, match="not implemented"):
+        checks.check_prefix_matching_score(stub)
+
+    def wrong(pattern, tokens):  # attends to the earlier occurrence itself, not the token after it
+        mask = (tokens[:, None, :] == tokens[:, :, None]) & torch.ones(tokens.shape[1], tokens.shape[1], dtype=torch.bool).tril(-1)
+        has = mask.any(-1)
+        return ((pattern * mask[:, None]).sum(-1) * has[:, None]).sum(dim=(0, 2)) / has.sum()
+
+    with pytest.raises(checks.CheckFailed, match="differs"):
+        checks.check_prefix_matching_score(wrong)
+
+
+def test_check_previous_token_head():
+    checks.check_previous_token_head(previous_token_head_weights)
+
+    def stub(layout, strength=20.0):
+        raise NotImplementedError
+
+    with pytest.raises(checks.CheckFailed, match="not implemented"):
+        checks.check_previous_token_head(stub)
+
+    def self_attending(layout: HandBuiltLayout, strength=20.0):
+        w = previous_token_head_weights(layout, strength)
+        pos = torch.arange(layout.seq_len)
+        w["W_K"] = torch.zeros_like(w["W_K"])
+        w["W_K"][layout.position.start + pos, pos] = 1.0
+        return w
+
+    with pytest.raises(checks.CheckFailed, match="differs"):
+        checks.check_previous_token_head(self_attending)
