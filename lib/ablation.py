@@ -80,9 +80,18 @@ def _check_tokens(tokens: torch.Tensor) -> None:
 
 
 def hooks_on(model: nn.Module) -> int:
-    """How many hook functions are attached to ``model``'s hook points (0 when no ablation is running)."""
+    """How many temporary hook functions are attached to ``model``'s hook points (0 when no ablation is running).
+
+    Permanent hooks (e.g. the smeared keys of :mod:`lib.smear`) are part of the model and not counted.
+    """
     points = {id(point): point for point in model.hook_dict.values()}.values()
-    return sum(len(p.fwd_hooks) + len(p.bwd_hooks) + len(p._forward_hooks) + len(p._backward_hooks) for p in points)
+    count = 0
+    for point in points:
+        permanent = sum(handle.is_permanent for handle in point.fwd_hooks)
+        # torch-level hooks catch hooks added without transformer_lens' bookkeeping, too
+        count += len(point._forward_hooks) + len(point._forward_pre_hooks) - permanent
+        count += sum(not handle.is_permanent for handle in point.bwd_hooks)
+    return count
 
 
 def recorded_patterns(model: nn.Module, tokens: torch.Tensor) -> list[torch.Tensor]:

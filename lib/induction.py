@@ -282,22 +282,25 @@ TRAINING = TrainConfig(steps=600, lr=3e-3, batch_size=32, checkpoint_steps=tuple
 def train_model(
     config: InductionConfig = InductionConfig(),
     seed: int = 0,
-    device: torch.device | str | None = None,
-    training: TrainConfig = TRAINING,
+    *,
+    train_config: TrainConfig = TRAINING,
     evaluate=None,
+    device: torch.device | str | None = None,
 ) -> tuple[nn.Module, History]:
-    """Build a model with :func:`make_model` and train it on :func:`repeated_sequences` as chapter 5 does.
+    """Build a model with :func:`make_model` and train it on :func:`repeated_sequences`, as chapter 5 does.
+
+    ``seed`` seeds both the initial weights and the training batches (``train_config.seed`` is replaced),
+    like :func:`lib.smear.train_model`; chapter 5's run is ``train_model(InductionConfig(), seed=0)``.
 
     Args:
-        seed: seeds the initial weights (the batches are seeded by ``training.seed``).
         evaluate: passed to :func:`lib.train.train`, called at every checkpoint.
 
     Returns:
         ``(model, history)``: the trained model and its :class:`lib.train.History` (parameter snapshots at
-        ``training.checkpoint_steps``).
+        ``train_config.checkpoint_steps``).
     """
     model = make_model(config, seed=seed, device=device)
-    history = train(model, make_batch_fn(config), training_loss, training, evaluate=evaluate)
+    history = train(model, make_batch_fn(config), training_loss, replace(train_config, seed=seed), evaluate=evaluate)
     return model, history
 
 

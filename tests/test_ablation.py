@@ -162,3 +162,21 @@ def test_check_pattern_preserving_ablation():
     with pytest.raises(CheckFailed, match="hook"):
         check_pattern_preserving_ablation(leaves_a_hook)
     check_pattern_preserving_ablation(reference)
+
+
+def test_smeared_model_keeps_its_permanent_hook(tokens):
+    from lib import smear
+
+    smeared = smear.make_model(CONFIG.with_layers(1), seed=0, alpha=-1.0)
+    smeared.eval()
+    assert ab.hooks_on(smeared) == 0, "the smear's permanent hook is part of the model, not an ablation hook"
+    for kind in ab.KINDS:
+        ab.ablated_losses(smeared, tokens, ab.each_head(smeared), kind)
+    assert ab.hooks_on(smeared) == 0
+    with torch.inference_mode():
+        with_smear = per_token_loss(smeared, tokens)
+        with smear.smear_disabled(smeared):
+            without = per_token_loss(smeared, tokens)
+    assert not torch.allclose(with_smear, without), "the smear must still act after the ablation hooks are gone"
+    one_layer = [ab.ablated_loss(smeared, tokens, [(0, 1)], kind) for kind in ab.KINDS]
+    assert torch.equal(*one_layer), "one layer: nothing downstream has a pattern to change"
