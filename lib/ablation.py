@@ -110,7 +110,7 @@ def ablated_logits(model: nn.Module, tokens: torch.Tensor, ablations: Sequence[I
         kind: ``"full"`` or ``"pattern-preserving"`` (see the module docstring).
 
     Returns:
-        ``(n, batch, seq, vocab)``.
+        ``(n, batch, seq, vocab)``, computed under ``torch.inference_mode``.
     """
     _check_kind(kind)
     _check_tokens(tokens)
@@ -142,11 +142,11 @@ def ablated_logits(model: nn.Module, tokens: torch.Tensor, ablations: Sequence[I
         return hook
 
     hooks = [(f"blocks.{layer}.attn.hook_z", zero_heads(layer)) for layer in range(cfg.n_layers) if (keep[:, layer] == 0).any()]
-    if kind == "pattern-preserving":
-        patterns = recorded_patterns(model, tokens)
-        hooks += [(f"blocks.{layer}.attn.hook_pattern", force_pattern(p)) for layer, p in enumerate(patterns)]
-    with model.hooks(fwd_hooks=hooks):  # removed on exit, also when the forward pass raises
-        logits = model(tokens.repeat(n, 1))
+    with torch.inference_mode():
+        if kind == "pattern-preserving":
+            hooks += [(f"blocks.{layer}.attn.hook_pattern", force_pattern(p)) for layer, p in enumerate(recorded_patterns(model, tokens))]
+        with model.hooks(fwd_hooks=hooks):  # removed on exit, also when the forward pass raises
+            logits = model(tokens.repeat(n, 1))
     return logits.view(n, batch, seq, -1)
 
 
