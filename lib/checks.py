@@ -222,6 +222,19 @@ def check_previous_token_head(learner: Callable[..., dict]) -> None:
     compare("previous_token_head_weights", learner, previous_token_head_weights, cases)
 
 
+def check_smear_keys(learner: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Exercise: ``smear_keys(keys (batch, seq, heads, d_head), sigma (heads,)) -> (batch, seq, heads, d_head)``."""
+    from lib.smear import smear_keys
+
+    g = torch.Generator().manual_seed(6)
+    cases = []
+    for batch, seq, heads, d_head, sigma in ((1, 4, 1, 2, [0.0]), (2, 5, 3, 4, [1.0, 0.0, 0.3]), (3, 1, 2, 3, [0.5, 0.2]), (2, 9, 4, 8, None)):
+        keys = torch.randn(batch, seq, heads, d_head, generator=g)
+        weights = torch.rand(heads, generator=g) if sigma is None else torch.tensor(sigma)
+        cases.append((keys, weights))
+    compare("smear_keys", learner, smear_keys, cases)
+
+
 def check_pattern_preserving_ablation(learner: Callable[..., torch.Tensor]) -> None:
     """Chapter 7: ``pattern_preserving_ablation(model, tokens (batch, seq), layer, head) -> (batch, seq - 1)`` per-token loss.
 

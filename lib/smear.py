@@ -43,8 +43,30 @@ STATE_KEY = "smear.alpha"
 INIT_ALPHA = 0.0
 """Default initial ``alpha`` of every head: ``sigmoid(0) = 0.5``, an even mix (see the module docstring)."""
 
-TRAIN = TrainConfig(steps=600, lr=3e-3, batch_size=32, checkpoint_steps=tuple(range(0, 601, 10)), desc="smeared")
-"""Chapter 5's training settings (lr 3e-3, batch 32, a checkpoint every 10 steps), used by :func:`train_model`."""
+TRAIN = TrainConfig(steps=400, lr=3e-3, batch_size=32, checkpoint_steps=tuple(range(0, 401, 10)), desc="smeared")
+"""Chapter 6's training: chapter 5's settings (lr 3e-3, batch 32, a checkpoint every 10 steps) for 400 steps,
+enough for every arm but the one-layer plain model to pass :data:`PHASE_CHANGE_LOSS` (seeds 0-2)."""
+
+ARMS = {"1 layer": (1, False), "1 layer, smeared": (1, True), "2 layers": (2, False), "2 layers, smeared": (2, True)}
+"""Chapter 6's four arms: name -> ``(n_layers, smeared)``."""
+
+PHASE_CHANGE_LOSS = 1.0
+"""The phase change is complete at the first checkpoint whose loss on repeated tokens is below this (nats)."""
+
+
+def phase_change_step(steps, repeated_loss, threshold: float = PHASE_CHANGE_LOSS) -> int | None:
+    """The first checkpoint step whose loss on repeated tokens is below ``threshold``; ``None`` if none is.
+
+    Args:
+        steps: ``(K,)`` increasing checkpoint steps. repeated_loss: ``(K,)`` loss on repeated tokens
+            (:func:`lib.induction.repeat_mask`) at those steps.
+    """
+    steps, values = [int(s) for s in steps], [float(v) for v in repeated_loss]
+    if len(steps) != len(values) or not steps:
+        raise ValueError(f"need matching, non-empty steps and losses; got {len(steps)} and {len(values)}")
+    if not threshold > 0:
+        raise ValueError(f"threshold must be a positive loss in nats, got {threshold!r}")
+    return next((step for step, value in zip(steps, values) if value < threshold), None)
 
 
 def smear_keys(keys: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from lib import induction as ind
+from lib import checks
 from lib import smear as sm
 from lib.scores import per_token_loss
 from lib.train import TrainConfig, train
@@ -120,3 +121,41 @@ def test_alpha_tensor_init_and_bad_input():
     for fn in (sm.smear_parameters, sm.smear_sigma, lambda m: sm.set_smear(m, True)):
         with pytest.raises(ValueError, match="attach_smear"):
             fn(plain)
+
+
+def test_phase_change_step():
+    assert sm.phase_change_step([0, 10, 20, 30], [3.0, 1.2, 0.9, 0.1]) == 20
+    assert sm.phase_change_step([0, 10], [3.0, 2.0]) is None
+    assert sm.phase_change_step([0, 10], torch.tensor([3.0, 0.5]), threshold=0.4) is None
+    with pytest.raises(ValueError):
+        sm.phase_change_step([0, 10], [1.0])
+    with pytest.raises(ValueError):
+        sm.phase_change_step([0], [1.0], threshold=0)
+
+
+# ---- exercise check: the reference passes, a stub and wrong answers fail ----
+
+
+def test_check_smear_keys():
+    checks.check_smear_keys(sm.smear_keys)
+
+    def stub(keys, sigma):
+        raise NotImplementedError
+
+    with pytest.raises(checks.CheckFailed, match="not implemented"):
+        checks.check_smear_keys(stub)
+
+    def swapped(keys, sigma):  # weights the previous key by sigma instead of the current one
+        previous = torch.cat([keys[:, :1], keys[:, :-1]], dim=1)
+        return sigma[:, None] * previous + (1 - sigma[:, None]) * keys
+
+    def zero_first(keys, sigma):  # pads position 0 with a zero key instead of leaving it unchanged
+        previous = torch.cat([torch.zeros_like(keys[:, :1]), keys[:, :-1]], dim=1)
+        return sigma[:, None] * keys + (1 - sigma[:, None]) * previous
+
+    def rolled(keys, sigma):  # torch.roll wraps the last key around to position 0
+        return sigma[:, None] * keys + (1 - sigma[:, None]) * keys.roll(1, dims=1)
+
+    for wrong in (swapped, zero_first, rolled):
+        with pytest.raises(checks.CheckFailed, match="differs"):
+            checks.check_smear_keys(wrong)
