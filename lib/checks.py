@@ -220,3 +220,46 @@ def check_previous_token_head(learner: Callable[..., dict]) -> None:
 
     cases = [(HandBuiltLayout(vocab, seq), strength) for vocab, seq, strength in ((5, 8, 1.0), (12, 10, 20.0), (32, 45, 20.0))]
     compare("previous_token_head_weights", learner, previous_token_head_weights, cases)
+
+
+def check_smear_keys(learner: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Exercise: ``smear_keys(keys (batch, seq, heads, d_head), sigma (heads,)) -> (batch, seq, heads, d_head)``."""
+    from lib.smear import smear_keys
+
+    g = torch.Generator().manual_seed(6)
+    cases = []
+    for batch, seq, heads, d_head, sigma in ((1, 4, 1, 2, [0.0]), (2, 5, 3, 4, [1.0, 0.0, 0.3]), (3, 1, 2, 3, [0.5, 0.2]), (2, 9, 4, 8, None)):
+        keys = torch.randn(batch, seq, heads, d_head, generator=g)
+        weights = torch.rand(heads, generator=g) if sigma is None else torch.tensor(sigma)
+        cases.append((keys, weights))
+    compare("smear_keys", learner, smear_keys, cases)
+
+
+def check_pattern_preserving_ablation(learner: Callable[..., torch.Tensor]) -> None:
+    """Chapter 7: ``pattern_preserving_ablation(model, tokens (batch, seq), layer, head) -> (batch, seq - 1)`` per-token loss.
+
+    Runs on a small two-layer model with random weights (std 0.3: sharp enough attention that a layer-0
+    head moves layer-1 patterns), for heads of both layers (in layer 0 a full
+    ablation gives a different answer), and fails if a hook is left on the model.
+    """
+    from lib import ablation, induction
+
+    config = induction.InductionConfig(n_layers=2, n_heads=2, d_model=32, d_head=8, vocab=20, seq_len=17, max_repeat=8, prefix_segment=4, init_std=0.3)
+    model = induction.make_model(config, seed=1)
+    model.eval()
+    tokens = induction.repeated_sequences(4, induction.seeded_generator(2), config)[0]
+
+    def reference(layer: int, head: int) -> torch.Tensor:
+        return ablation.ablated_loss(model, tokens, [(layer, head)], "pattern-preserving")
+
+    def learners(layer: int, head: int) -> torch.Tensor:
+        try:
+            return learner(model, tokens, layer, head)
+        finally:
+            left = ablation.hooks_on(model)
+            if left:
+                model.reset_hooks(including_permanent=True)
+                raise CheckFailed(f"pattern_preserving_ablation: {left} hook(s) left on the model after layer={layer}, head={head}; "
+                                  "add hooks with `with model.hooks(fwd_hooks=...)` so they are removed")
+
+    compare("pattern_preserving_ablation", learners, reference, [(0, 0), (0, 1), (1, 1)], atol=1e-4)

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from lib.scores import per_token_loss
+from lib.train import History, TrainConfig, train
 
 BOS = 0
 """The beginning-of-sequence token; content tokens are drawn from ``1 .. vocab - 1``."""
@@ -267,6 +268,40 @@ def repeated_vs_first_loss(model: nn.Module, tokens: torch.Tensor, period: torch
     loss = per_token_loss(model, tokens)
     mask = repeat_mask(period, config)
     return loss[mask].mean().item(), loss[~mask].mean().item()
+
+
+# ---------------------------------------------------------------------------------------------
+# Training (chapter 5's run, reused by the later chapters)
+# ---------------------------------------------------------------------------------------------
+
+
+TRAINING = TrainConfig(steps=600, lr=3e-3, batch_size=32, checkpoint_steps=tuple(range(0, 601, 10)), seed=0, desc="training")
+"""Chapter 5's training run: 600 AdamW steps at lr 3e-3, batches of 32, a checkpoint every 10 steps."""
+
+
+def train_model(
+    config: InductionConfig = InductionConfig(),
+    seed: int = 0,
+    *,
+    train_config: TrainConfig = TRAINING,
+    evaluate=None,
+    device: torch.device | str | None = None,
+) -> tuple[nn.Module, History]:
+    """Build a model with :func:`make_model` and train it on :func:`repeated_sequences`, as chapter 5 does.
+
+    ``seed`` seeds both the initial weights and the training batches (``train_config.seed`` is replaced),
+    like :func:`lib.smear.train_model`; chapter 5's run is ``train_model(InductionConfig(), seed=0)``.
+
+    Args:
+        evaluate: passed to :func:`lib.train.train`, called at every checkpoint.
+
+    Returns:
+        ``(model, history)``: the trained model and its :class:`lib.train.History` (parameter snapshots at
+        ``train_config.checkpoint_steps``).
+    """
+    model = make_model(config, seed=seed, device=device)
+    history = train(model, make_batch_fn(config), training_loss, replace(train_config, seed=seed), evaluate=evaluate)
+    return model, history
 
 
 # ---------------------------------------------------------------------------------------------

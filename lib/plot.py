@@ -581,3 +581,191 @@ def circuit_matrices(matrices: dict, *, title: str = "", xlabels: dict | None = 
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+# --- chapter 6: smeared keys ------------------------------------------------------------------
+
+SMEAR_ARM_COLOURS = {"1 layer": "tab:red", "1 layer, smeared": "tab:orange", "2 layers": "tab:blue", "2 layers, smeared": "tab:green"}
+"""Colour of each arm in the figures of chapter 6."""
+
+
+def arm_loss_curves(steps, curves: dict, *, threshold: float | None = None, phase_steps: dict | None = None,
+                    vocab: int | None = None, title: str = "Loss on repeated tokens, mean and range over seeds") -> Figure:
+    """Several arms' losses over training: mean line and min-max band over seeds, with phase-change marks.
+
+    Args:
+        steps: ``(K,)`` checkpoint steps.
+        curves: arm name -> ``(S, K)`` losses of ``S`` seeds.
+        threshold: the loss that defines the phase change (horizontal line).
+        phase_steps: arm name -> list of each seed's phase-change step (``None`` = never); the mean is
+            marked with a vertical line in the arm's colour.
+        vocab: draws the chance level ``log(vocab)``.
+    """
+    fig, axes = new_figure(1, 1, width=7.2, height=4.0)
+    ax = axes[0, 0]
+    x = to_numpy(steps)
+    for arm, values in curves.items():
+        colour = SMEAR_ARM_COLOURS.get(arm)
+        _band(ax, x, values, colour, arm, ls="--" if "smeared" not in arm else "-")
+        reached = [s for s in (phase_steps or {}).get(arm, []) if s is not None]
+        if reached:
+            ax.axvline(np.mean(reached), color=colour, lw=1, ls=":")
+    if threshold is not None:
+        ax.axhline(threshold, color="black", lw=0.8, ls="-.", label=f"phase-change threshold ({threshold:g} nat)")
+    if vocab is not None:
+        ax.axhline(np.log(vocab), color="grey", lw=0.8, ls=":", label="chance, log(vocab)")
+    ax.set_xlabel("training step (dotted verticals: mean phase-change step)")
+    ax.set_ylabel("loss on repeated tokens (nats)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def smear_sigma_over_training(steps, sigma, *, highlight=None, mark: int | None = None, title: str = "") -> Figure:
+    """The learned weight of the current key, ``sigmoid(alpha)``, of every head over training; one panel per layer.
+
+    Args:
+        steps: ``(K,)`` checkpoint steps. sigma: ``(K, layers, heads)``.
+        highlight: ``(layer, head)`` pairs drawn thick (e.g. the induction heads).
+        mark: a step to mark with a vertical line (e.g. the phase change).
+    """
+    s = to_numpy(sigma)
+    _, layers, heads = s.shape
+    fig, axes = new_figure(layers, 1, width=4.4, height=3.4, sharey=True)
+    x = to_numpy(steps)
+    strong = set(map(tuple, highlight or []))
+    for layer, ax in enumerate(axes[0]):
+        ax.axhline(0.5, color="grey", lw=0.8, ls=":", label="start, 0.5")
+        if mark is not None:
+            ax.axvline(mark, color="black", lw=0.8, ls="-.", label=f"phase change (step {mark})")
+        for h in range(heads):
+            thick = (layer, h) in strong
+            ax.plot(x, s[:, layer, h], lw=2.2 if thick else 1.0, label=f"L{layer}H{h}" + (" (induction)" if thick else ""))
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("training step")
+        ax.set_title(f"layer {layer}", fontsize=9)
+        ax.legend(fontsize=7)
+    axes[0, 0].set_ylabel("σ(α): weight of the current key\n(1 = plain key, 0 = previous key)")
+    fig.suptitle(title or "What each head learns to put in its keys", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- chapter 7: ablation -------------------------------------------------------------------------
+
+ABLATION_COLOURS = {"full": "tab:red", "pattern-preserving": "tab:blue"}
+
+
+def ablation_effects(names: list[str], panels: dict[str, dict[str, object]], *, title: str = "") -> Figure:
+    """Grouped bars, one group per ablation and one bar per ablation kind, in stacked panels.
+
+    Args:
+        names: ``n`` ablation labels (e.g. ``"L1H2"``, ``"all of layer 1"``).
+        panels: panel y-label -> kind -> ``(n,)`` values, e.g. ``{"share of ICL score removed": {"full": ..., ...}}``.
+    """
+    fig, axes = new_figure(1, len(panels), width=max(7.0, 0.62 * len(names)), height=2.5, sharex=True)
+    x = np.arange(len(names))
+    for ax, (label, by_kind) in zip(axes[:, 0], panels.items()):
+        width = 0.8 / len(by_kind)
+        for j, (kind, values) in enumerate(by_kind.items()):
+            ax.bar(x - 0.4 + width * (j + 0.5), to_numpy(values), width * 0.92, color=ABLATION_COLOURS.get(kind), label=kind)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].legend(fontsize=8, title="ablation", title_fontsize=8)
+    axes[-1, 0].set_xticks(x, names, fontsize=8, rotation=30, ha="right")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def ablation_over_training(steps, change: dict[str, object], row_names: list[str], *, window=None) -> Figure:
+    """Heatmaps, heads (rows) x checkpoints (columns), of how much removing a head raises the ICL score.
+
+    Args:
+        steps: ``(n_checkpoints,)``. change: kind -> ``(n_checkpoints, n_rows)`` ICL score with the head
+            removed minus without (nats; positive = in-context learning lost). One colour scale for all panels.
+        window: ``(start, end)`` steps of the phase change, marked with dashed lines.
+    """
+    s = to_numpy(steps)
+    grids = {kind: to_numpy(v).T for kind, v in change.items()}
+    vmax = max(float(np.abs(g).max()) for g in grids.values()) or 1.0
+    fig, axes = new_figure(len(grids), 1, width=5.2, height=0.32 * len(row_names) + 1.6)
+    edges = np.concatenate([[s[0] - (s[1] - s[0]) / 2], (s[1:] + s[:-1]) / 2, [s[-1] + (s[-1] - s[-2]) / 2]])
+    for ax, (kind, grid) in zip(axes[0], grids.items()):
+        im = ax.pcolormesh(edges, np.arange(len(row_names) + 1) - 0.5, grid, cmap="RdBu_r", vmin=-vmax, vmax=vmax, shading="flat")
+        ax.set_yticks(range(len(row_names)), row_names, fontsize=8)
+        ax.invert_yaxis()
+        if window is not None:
+            for edge in window:
+                ax.axvline(edge, color="black", ls="--", lw=1)
+        ax.set_xlabel("training step")
+        ax.set_title(f"{kind} ablation", fontsize=10)
+    fig.colorbar(im, ax=list(axes[0]), label="ICL score change (nats; > 0 = ICL lost)", fraction=0.046, pad=0.04)
+    fig.suptitle("Removing one head at a time, at every checkpoint", fontsize=11)
+    return fig
+
+
+def icl_with_heads_removed(steps, curves: dict[str, object], *, window=None, styles: dict[str, dict] | None = None) -> Figure:
+    """The ICL score over training, for the intact model and with groups of heads removed.
+
+    Args:
+        curves: label -> ``(n_checkpoints,)`` ICL scores (negative = in-context learning).
+        styles: label -> keyword arguments of ``Axes.plot``.
+    """
+    fig, axes = new_figure(1, 1, width=7.0, height=3.6)
+    ax = axes[0, 0]
+    _shade_window(ax, window)
+    ax.axhline(0, color="black", lw=0.8)
+    for label, values in curves.items():
+        ax.plot(to_numpy(steps), to_numpy(values), label=label, **(styles or {}).get(label, {}))
+    ax.set_xlabel("training step")
+    ax.set_ylabel("ICL score (nats; < 0 = learns in context)")
+    ax.set_title("In-context learning with groups of heads removed", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def ablated_loss_along_sequence(clean, ablated, *, period: int | None = None, title: str = "", ax=None) -> Figure:
+    """Per-token loss along one sequence, intact and with a head removed; the gap between them shaded.
+
+    Args:
+        clean, ablated: ``(seq - 1,)`` per-token losses (entry ``p`` predicts token ``p + 1``).
+        period: the sequence's repeat period; a line marks where the current token has been seen before.
+    """
+    c, a = to_numpy(clean), to_numpy(ablated)
+    if ax is None:
+        fig, axes = new_figure(1, 1, width=7.0, height=3.2)
+        ax = axes[0, 0]
+    else:
+        fig = ax.figure
+    x = np.arange(1, len(c) + 1)
+    ax.fill_between(x, c, a, where=a >= c, color="tab:red", alpha=0.25, label="loss added by the ablation", step=None)
+    ax.fill_between(x, c, a, where=a < c, color="tab:green", alpha=0.25, label="loss removed by the ablation")
+    ax.plot(x, c, color="black", lw=1.2, marker="o", ms=2.5, label="intact")
+    ax.plot(x, a, color="tab:red", lw=1.2, marker="o", ms=2.5, label="head removed")
+    if period is not None:
+        ax.axvline(period + 1.5, color="tab:green", ls="--", lw=1, label="current token seen before")
+    ax.set_xlabel("position of the predicted token")
+    ax.set_ylabel("loss (nats)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+    return fig
+
+
+def ablated_loss_grid(panels: list[tuple[object, object, str]], *, period: int | None = None, ncols: int = 2) -> Figure:
+    """Several :func:`ablated_loss_along_sequence` panels (clean, ablated, title) in a grid (the explorer's static twin)."""
+    nrows = -(-len(panels) // ncols)
+    fig, axes = new_figure(ncols, nrows, width=5.0, height=2.8, sharey=True)
+    for ax, (clean, ablated, title) in zip(axes.flat, panels):
+        ablated_loss_along_sequence(clean, ablated, period=period, title=title, ax=ax)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    for ax in list(axes.flat)[1:]:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    fig.tight_layout()
+    return fig

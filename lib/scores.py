@@ -45,9 +45,24 @@ def per_token_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     """
     if tokens.ndim != 2 or tokens.dtype != torch.int64:
         raise ValueError(f"tokens must be a (batch, seq) int64 tensor, got shape {tuple(tokens.shape)} dtype {tokens.dtype}")
-    logits = model(tokens)
-    logprobs = F.log_softmax(logits[:, :-1].float(), dim=-1)
-    return -logprobs.gather(-1, tokens[:, 1:, None])[..., 0]
+    return next_token_loss(model(tokens), tokens)
+
+
+def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """:func:`per_token_loss` from logits already computed (e.g. by a run with hooks).
+
+    Args:
+        logits: ``(..., batch, seq, vocab)``; leading axes (e.g. one per ablation) broadcast over ``tokens``.
+        tokens: ``(batch, seq) int64``.
+
+    Returns:
+        ``(..., batch, seq - 1) float32``.
+    """
+    if logits.shape[-3:-1] != tokens.shape:
+        raise ValueError(f"logits (..., batch, seq, vocab) {tuple(logits.shape)} do not match tokens (batch, seq) {tuple(tokens.shape)}")
+    logprobs = F.log_softmax(logits[..., :-1, :].float(), dim=-1)
+    target = tokens[:, 1:, None].expand(*logprobs.shape[:-1], 1)
+    return -logprobs.gather(-1, target)[..., 0]
 
 
 def icl_score(loss: torch.Tensor, early: int, late: int) -> torch.Tensor:

@@ -146,7 +146,8 @@ def train(
 
     device = model_device(model)
     generator = torch.Generator(device=device).manual_seed(config.seed)
-    params = [p for p in model.parameters() if p.requires_grad] + list(extra_params)
+    # a parameter given twice (in the model and again in extra_params) is trained once
+    params = list({id(p): p for p in [p for p in model.parameters() if p.requires_grad] + list(extra_params)}.values())
     if not params:
         raise ValueError("the model has no trainable parameters (and no extra_params were given)")
     optimizer = make_optimizer(params, config)

@@ -76,3 +76,28 @@ def attention_explorer(patterns, steps, tokens=None) -> widgets.VBox:
         return plot.attention_pattern(patterns[steps.index(step), layer, h], tokens, title=f"{head} at step {step}")
 
     return figure_explorer(draw, controls)
+
+
+def ablation_explorer(losses: dict, steps, names: list[str], *, period: int | None = None) -> widgets.VBox:
+    """Chapter 7: pick an ablation kind, a head and a checkpoint; see one sequence's per-token loss with and without it.
+
+    Args:
+        losses: kind -> ``(n_checkpoints, n_ablations, seq - 1)`` per-token loss of one sequence; ablation 0
+            is the intact model, ablation ``i`` is named ``names[i]``.
+        steps: the ``n_checkpoints`` training steps. period: the sequence's repeat period.
+    Static twin: :func:`lib.plot.ablated_loss_grid`.
+    """
+    from lib import plot
+
+    steps = [int(s) for s in steps]
+    controls = {
+        "kind": widgets.ToggleButtons(options=list(losses), description="ablation"),
+        "head": widgets.Dropdown(options=names[1:], value=names[1], description="remove"),
+        "step": widgets.SelectionSlider(options=steps, value=steps[-1], description="step", continuous_update=False),
+    }
+
+    def draw(kind: str, head: str, step: int):
+        v = losses[kind][steps.index(step)]
+        return plot.ablated_loss_along_sequence(v[0], v[names.index(head)], period=period, title=f"{kind} ablation of {head} at step {step}")
+
+    return figure_explorer(draw, controls)

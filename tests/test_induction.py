@@ -145,3 +145,18 @@ def test_make_batch_fn_trains_with_lib_train():
     history = train(model, ind.make_batch_fn(config), ind.training_loss, TrainConfig(steps=30, lr=3e-3, batch_size=8, checkpoint_steps=(0, 30), progress=False))
     assert history.loss.shape == (30,) and set(history.checkpoints) == {0, 30}
     assert history.loss[-5:].mean() < history.loss[:5].mean()
+
+
+def test_train_model_is_make_model_then_train():
+    config = ind.InductionConfig(n_layers=1, d_model=16, d_head=4, n_heads=2)
+    short = TrainConfig(steps=3, lr=3e-3, batch_size=4, checkpoint_steps=(0, 3), seed=5, progress=False)
+    model, history = ind.train_model(config, seed=2, train_config=short)
+    by_hand = ind.make_model(config, seed=2)
+    from dataclasses import replace
+
+    manual = train(by_hand, ind.make_batch_fn(config), ind.training_loss, replace(short, seed=2))
+    assert torch.equal(history.loss, manual.loss)
+    assert sorted(history.checkpoints) == [0, 3]
+    for key, value in by_hand.state_dict().items():
+        assert torch.equal(model.state_dict()[key], value)
+    assert ind.TRAINING.steps == 600 and ind.TRAINING.lr == 3e-3 and ind.TRAINING.batch_size == 32

@@ -140,3 +140,10 @@ def test_progress_quiet_under_ci(monkeypatch):
     assert progress_enabled() is False
     monkeypatch.setenv("CIRCUITS_PROGRESS", "1")
     assert progress_enabled() is True
+
+
+def test_parameter_given_twice_is_trained_once():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    hist = train(model, regression_task(), mse, TrainConfig(steps=5, lr=0.01), extra_params=[model.weight])
+    assert hist.loss.shape == (5,)

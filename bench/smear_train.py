@@ -1,0 +1,81 @@
+"""Chapter 6's four arms (1 and 2 layers, plain and smeared keys): wall time and phase-change step per arm.
+
+For each arm, three seeds are trained one after another with the chapter's settings (``lib.smear.TRAIN``:
+400 steps, lr 3e-3, batch 32, the loss on repeated tokens measured every 10 steps on 64 sequences). The
+phase change is the first checkpoint with that loss below ``lib.smear.PHASE_CHANGE_LOSS`` (1 nat).
+
+Then the initialisation of the smear: the smeared arms again, with every head starting at ``sigma(alpha)``
+0.88 (``alpha = 2``, close to a plain model) and 0.12 (``alpha = -2``, close to "previous key only")
+instead of the chapter's 0.5.
+
+Run: ``PYTHONPATH=$PWD OMP_NUM_THREADS=1 python bench/smear_train.py`` (``bench/run_all.py`` calls :func:`run`).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import replace
+
+import torch
+
+from lib import induction as ind
+from lib import smear as sm
+from lib.scores import per_token_loss
+from lib.train import train
+
+SEEDS = (0, 1, 2)
+OTHER_INITS = {"sigma0 0.88": 2.0, "sigma0 0.12": -2.0}
+
+
+def train_arm(n_layers: int, smeared: bool, alpha: float = sm.INIT_ALPHA, seeds=SEEDS) -> dict:
+    """Train one arm over ``seeds``; wall time, phase-change steps and (smeared) the final mean sigma(alpha)."""
+    config = ind.InductionConfig().with_layers(n_layers)
+    tokens, period = ind.repeated_sequences(64, ind.seeded_generator(1234), config)
+    mask = ind.repeat_mask(period, config)
+
+    def repeated_loss(model):
+        return per_token_loss(model, tokens)[mask].mean()
+
+    found, sigmas, seconds = [], [], 0.0
+    for seed in seeds:
+        model = sm.make_model(config, seed, smeared=smeared, alpha=alpha)
+        start = time.perf_counter()
+        history = train(model, ind.make_batch_fn(config), ind.training_loss,
+                        replace(sm.TRAIN, seed=seed, progress=False), evaluate=repeated_loss)
+        seconds += time.perf_counter() - start
+        steps = history.checkpoint_steps
+        found.append(sm.phase_change_step(steps, [history.evals[s] for s in steps]))
+        if smeared:
+            sigmas.append(sm.smear_sigma(model).mean().item())
+    reached = [s for s in found if s is not None]
+    result = {
+        "seconds": round(seconds, 2),
+        "steps/s": round(len(seeds) * sm.TRAIN.steps / seconds, 1),
+        "phase-change steps": " ".join("never" if s is None else str(s) for s in found),
+        "phase-change mean": round(statistics.mean(reached), 1) if len(reached) == len(found) else "not every seed",
+    }
+    if smeared:
+        result["final mean sigma"] = round(statistics.mean(sigmas), 3)
+    return result
+
+
+def run() -> dict:
+    """The numbers, flat, ready for ``bench/run_all.py``."""
+    numbers: dict = {"torch threads": torch.get_num_threads(), "load average at start": round(os.getloadavg()[0], 2)}
+    for arm, (n_layers, smeared) in sm.ARMS.items():
+        for key, value in train_arm(n_layers, smeared).items():
+            numbers[f"{arm} (3 seeds): {key}"] = value
+    for name, alpha in OTHER_INITS.items():
+        for arm in ("1 layer, smeared", "2 layers, smeared"):
+            result = train_arm(sm.ARMS[arm][0], True, alpha)
+            for key in ("phase-change steps", "final mean sigma"):
+                numbers[f"{arm}, {name}: {key}"] = result[key]
+    numbers["load average at end"] = round(os.getloadavg()[0], 2)
+    return numbers
+
+
+if __name__ == "__main__":
+    for key, value in run().items():
+        print(f"{key:<55} {value}")

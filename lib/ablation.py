@@ -1,0 +1,227 @@
+"""Remove attention heads at test time and measure what the model loses (Olsson et al. 2022).
+
+Two ways to remove a head, both by zeroing its output ``z`` (``blocks.L.attn.hook_z``, the head's
+attention-weighted values, before ``W_O``); the layer's output bias ``b_O`` is shared by the heads and stays:
+
+- **full ablation**: nothing else is touched, so every later head sees a changed residual stream and may
+  attend elsewhere;
+- **pattern-preserving ablation**: the clean run's attention patterns are recorded first, and in the
+  ablated run every head of every layer is forced (``hook_pattern``) to attend exactly as it did. Only the
+  removed head's *values* are gone: its direct effect on the logits and its effect through later heads'
+  values. What later heads would have done differently because their *queries or keys* changed (Q- and
+  K-composition) is kept out.
+
+In an attention-only model without LayerNorm, a pattern-preserving ablation subtracts exactly the logit
+terms of every path that starts at the head (:func:`head_path_logits`).
+
+Many ablations run in one forward pass: the batch is repeated once per ablation (batch axis = ablations x
+sequences) and the hooks zero a different set of heads in each block. Hooks are removed when a call
+returns or raises.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import torch
+from torch import nn
+
+from lib.scores import next_token_loss
+
+Head = tuple[int, int]
+"""``(layer, head)``."""
+
+KINDS = ("full", "pattern-preserving")
+"""The two kinds of ablation."""
+
+
+def all_heads(model: nn.Module) -> list[Head]:
+    """Every ``(layer, head)`` of ``model``, layer by layer."""
+    return [(layer, head) for layer in range(model.cfg.n_layers) for head in range(model.cfg.n_heads)]
+
+
+def head_name(head: Head) -> str:
+    """``(1, 3)`` -> ``"L1H3"``."""
+    return f"L{head[0]}H{head[1]}"
+
+
+def check_heads(model: nn.Module, heads: Iterable[Head]) -> tuple[Head, ...]:
+    """Validate a set of heads to remove together; returns it as a tuple of ``(layer, head)``.
+
+    Raises:
+        ValueError: an entry is not a pair of integers naming a head of ``model``, or a head is listed twice.
+    """
+    layers, n_heads = model.cfg.n_layers, model.cfg.n_heads
+    out = []
+    for entry in heads:
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
+            raise ValueError(f"a head must be a (layer, head) pair, got {entry!r}")
+        layer, head = entry
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < layers:
+            raise ValueError(f"layer must be an integer in [0, {layers - 1}], got {layer!r} in {entry!r}")
+        if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < n_heads:
+            raise ValueError(f"head must be an integer in [0, {n_heads - 1}], got {head!r} in {entry!r}")
+        out.append((layer, head))
+    repeated = sorted({h for h in out if out.count(h) > 1})
+    if repeated:
+        raise ValueError(f"heads listed more than once: {[head_name(h) for h in repeated]}; list each head once")
+    return tuple(out)
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"unknown ablation kind {kind!r}; allowed: {', '.join(KINDS)}")
+
+
+def _check_tokens(tokens: torch.Tensor) -> None:
+    if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.dtype != torch.int64:
+        shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+        raise ValueError(f"tokens must be a (batch, seq) int64 tensor, got {shape}")
+
+
+def hooks_on(model: nn.Module) -> int:
+    """How many temporary hook functions are attached to ``model``'s hook points (0 when no ablation is running).
+
+    Permanent hooks (e.g. the smeared keys of :mod:`lib.smear`) are part of the model and not counted.
+    """
+    points = {id(point): point for point in model.hook_dict.values()}.values()
+    count = 0
+    for point in points:
+        permanent = sum(handle.is_permanent for handle in point.fwd_hooks)
+        # torch-level hooks catch hooks added without transformer_lens' bookkeeping, too
+        count += len(point._forward_hooks) + len(point._forward_pre_hooks) - permanent
+        count += sum(not handle.is_permanent for handle in point.bwd_hooks)
+    return count
+
+
+def recorded_patterns(model: nn.Module, tokens: torch.Tensor) -> list[torch.Tensor]:
+    """The clean run's attention patterns, one ``(batch, n_heads, query, key)`` tensor per layer."""
+    names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(model.cfg.n_layers)]
+    _, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
+    return [cache[name] for name in names]
+
+
+def ablated_logits(model: nn.Module, tokens: torch.Tensor, ablations: Sequence[Iterable[Head]], kind: str = "full") -> torch.Tensor:
+    """Logits with each set of heads in ``ablations`` removed, all in one forward pass.
+
+    Args:
+        tokens: ``(batch, seq) int64``.
+        ablations: ``n`` sets of heads; each set is removed together (an empty set = the clean model).
+        kind: ``"full"`` or ``"pattern-preserving"`` (see the module docstring).
+
+    Returns:
+        ``(n, batch, seq, vocab)``, computed under ``torch.inference_mode``.
+    """
+    _check_kind(kind)
+    _check_tokens(tokens)
+    sets = [check_heads(model, heads) for heads in ablations]
+    if not sets:
+        raise ValueError("ablations is empty: give at least one set of heads (an empty set means the clean model)")
+    n, (batch, seq) = len(sets), tokens.shape
+    cfg = model.cfg
+    device = tokens.device
+    keep = torch.ones(n, cfg.n_layers, cfg.n_heads, device=device)
+    for i, heads in enumerate(sets):
+        for layer, head in heads:
+            keep[i, layer, head] = 0.0
+
+    def zero_heads(layer: int):
+        scale = keep[:, layer, None, None, :, None]  # (n, 1, 1, heads, 1)
+
+        def hook(z: torch.Tensor, hook=None) -> torch.Tensor:  # z: (n * batch, seq, heads, d_head)
+            return (z.view(n, batch, *z.shape[1:]) * scale.to(z.dtype)).view(z.shape)
+
+        return hook
+
+    def force_pattern(recorded: torch.Tensor):
+        forced = recorded.unsqueeze(0).expand(n, *recorded.shape).reshape(n * batch, *recorded.shape[1:])
+
+        def hook(pattern: torch.Tensor, hook=None) -> torch.Tensor:
+            return forced.to(pattern.dtype)
+
+        return hook
+
+    hooks = [(f"blocks.{layer}.attn.hook_z", zero_heads(layer)) for layer in range(cfg.n_layers) if (keep[:, layer] == 0).any()]
+    with torch.inference_mode():
+        if kind == "pattern-preserving":
+            hooks += [(f"blocks.{layer}.attn.hook_pattern", force_pattern(p)) for layer, p in enumerate(recorded_patterns(model, tokens))]
+        with model.hooks(fwd_hooks=hooks):  # removed on exit, also when the forward pass raises
+            logits = model(tokens.repeat(n, 1))
+    return logits.view(n, batch, seq, -1)
+
+
+def ablated_losses(
+    model: nn.Module, tokens: torch.Tensor, ablations: Sequence[Iterable[Head]], kind: str = "full", max_rows: int = 4096
+) -> torch.Tensor:
+    """Per-token loss with each set of heads in ``ablations`` removed.
+
+    Runs :func:`ablated_logits` on as many ablations at once as fit in ``max_rows`` sequences per pass.
+
+    Returns:
+        ``(n_ablations, batch, seq - 1)``, the convention of :func:`lib.scores.per_token_loss`.
+    """
+    _check_tokens(tokens)
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise ValueError(f"max_rows must be a positive integer, got {max_rows!r}")
+    ablations = [list(heads) for heads in ablations]
+    if not ablations:
+        raise ValueError("ablations is empty: give at least one set of heads (an empty set means the clean model)")
+    per_pass = max(1, max_rows // tokens.shape[0])
+    with torch.inference_mode():
+        chunks = [
+            next_token_loss(ablated_logits(model, tokens, ablations[i : i + per_pass], kind), tokens)
+            for i in range(0, len(ablations), per_pass)
+        ]
+    return torch.cat(chunks)
+
+
+def ablated_loss(model: nn.Module, tokens: torch.Tensor, heads: Iterable[Head] = (), kind: str = "full") -> torch.Tensor:
+    """Per-token loss with ``heads`` removed together; ``heads=()`` gives the clean loss.
+
+    Returns:
+        ``(batch, seq - 1)``.
+    """
+    return ablated_losses(model, tokens, [list(heads)], kind)[0]
+
+
+def each_head(model: nn.Module) -> list[list[Head]]:
+    """The ablations "nothing removed", then every head alone: ``[[], [(0, 0)], [(0, 1)], ...]``."""
+    return [[]] + [[head] for head in all_heads(model)]
+
+
+def fraction_removed(clean: torch.Tensor | float, ablated: torch.Tensor | float) -> torch.Tensor:
+    """Share of a score that an ablation removes: ``1 - ablated / clean``.
+
+    ``1`` = all of it gone, ``0`` = unchanged, negative = the ablation increased it; for the ICL score
+    (negative = in-context learning), ``1`` means no in-context learning is left.
+    """
+    clean, ablated = torch.as_tensor(clean), torch.as_tensor(ablated)
+    if (clean == 0).any():
+        raise ValueError("the clean score is 0: a fraction of it is undefined")
+    return 1 - ablated / clean
+
+
+def head_path_logits(model: nn.Module, tokens: torch.Tensor, head: Head) -> torch.Tensor:
+    """The sum of every logit term that contains ``head``, with attention patterns frozen to the clean run.
+
+    Without LayerNorm the residual stream is a sum, and with patterns held fixed every head is linear in
+    its input. So the head's output ``z W_O`` reaches the logits along its direct path (``W_U``) and through
+    the values of every later head: ``A' (x W_V' W_O')``, recursively. This adds up all of those paths
+    (value biases belong to other terms and are left out).
+
+    Returns:
+        ``(batch, seq, vocab)``: clean logits minus this equals the pattern-preserving ablation of ``head``.
+    """
+    _check_tokens(tokens)
+    (layer, h), = check_heads(model, [head])
+    n_layers = model.cfg.n_layers
+    names = [f"blocks.{layer}.attn.hook_z"] + [f"blocks.{l}.attn.hook_pattern" for l in range(layer + 1, n_layers)]
+    with torch.inference_mode():
+        _, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
+        W_V, W_O = model.W_V, model.W_O  # (layers, heads, d_model, d_head), (layers, heads, d_head, d_model)
+        carried = cache[names[0]][:, :, h] @ W_O[layer, h]  # (batch, seq, d_model): what the head writes
+        for later in range(layer + 1, n_layers):
+            pattern = cache[f"blocks.{later}.attn.hook_pattern"]  # (batch, heads, query, key)
+            values = torch.einsum("bkd,hde,hef->bhkf", carried, W_V[later], W_O[later])
+            carried = carried + torch.einsum("bhqk,bhkf->bqf", pattern, values)
+        return carried @ model.W_U

@@ -1,0 +1,262 @@
+"""Smeared keys: one learned scalar per head mixes each key with the previous position's key.
+
+Olsson et al. (2022) give every attention head ``h`` a parameter ``alpha[h]`` and replace its keys by
+
+    k_j  <-  sigmoid(alpha[h]) * k_j  +  (1 - sigmoid(alpha[h])) * k_{j-1}        (j >= 1; k_0 unchanged)
+
+so a key can carry "which token sat one position earlier" without a previous-token head in an earlier
+layer. A one-layer model can then form induction heads, and a two-layer model forms them sooner.
+
+Here the smear is a permanent forward hook on ``blocks.{l}.attn.hook_k`` (shape ``(batch, seq, heads,
+d_head)``) of a transformer_lens 4.x ``TransformerBridge`` built by :func:`lib.induction.make_model`.
+The scalars live in a :class:`SmearedKeys` module registered *inside* the model (``model.original_model.smear``), so:
+
+- ``model.parameters()`` includes them: :func:`lib.train.train` trains them with the rest of the model
+  (passing them again as ``extra_params``, e.g. ``extra_params=smear_parameters(model)``, is harmless);
+- ``model.state_dict()`` includes them under the key :data:`STATE_KEY` (``"smear.alpha"``), so
+  checkpoints from :class:`lib.train.History` and :func:`lib.scores.over_checkpoints` carry them.
+  To load a smeared checkpoint into a fresh model, attach the smear first (:func:`attach_smear`), then
+  ``model.load_state_dict(state)``;
+- the smear can be switched off (``set_smear(model, False)`` or ``with smear_disabled(model): ...``):
+  the keys then pass through unchanged, exactly as in a plain model.
+
+Initialisation: ``alpha = 0``, i.e. ``sigmoid(alpha) = 0.5``: every key starts as an equal mix of
+itself and its predecessor. It is the neutral point (neither "current" nor "previous" preferred) and
+the point where ``sigmoid`` is steepest, so gradient descent can move each head either way fastest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from typing import Any, Callable, Iterator
+
+import torch
+from torch import nn
+
+from lib import induction as ind
+from lib.train import History, TrainConfig, model_device, train
+
+STATE_KEY = "smear.alpha"
+"""The key of the ``(n_layers, n_heads)`` smear parameters in ``model.state_dict()``."""
+
+INIT_ALPHA = 0.0
+"""Default initial ``alpha`` of every head: ``sigmoid(0) = 0.5``, an even mix (see the module docstring)."""
+
+TRAIN = TrainConfig(steps=400, lr=3e-3, batch_size=32, checkpoint_steps=tuple(range(0, 401, 10)), desc="smeared")
+"""Chapter 6's training: chapter 5's settings (lr 3e-3, batch 32, a checkpoint every 10 steps) for 400 steps,
+enough for every arm but the one-layer plain model to pass :data:`PHASE_CHANGE_LOSS` (seeds 0-2)."""
+
+ARMS = {"1 layer": (1, False), "1 layer, smeared": (1, True), "2 layers": (2, False), "2 layers, smeared": (2, True)}
+"""Chapter 6's four arms: name -> ``(n_layers, smeared)``."""
+
+PHASE_CHANGE_LOSS = 1.0
+"""The phase change is complete at the first checkpoint whose loss on repeated tokens is below this (nats)."""
+
+
+def phase_change_step(steps, repeated_loss, threshold: float = PHASE_CHANGE_LOSS) -> int | None:
+    """The first checkpoint step whose loss on repeated tokens is below ``threshold``; ``None`` if none is.
+
+    Args:
+        steps: ``(K,)`` increasing checkpoint steps. repeated_loss: ``(K,)`` loss on repeated tokens
+            (:func:`lib.induction.repeat_mask`) at those steps.
+    """
+    steps, values = [int(s) for s in steps], [float(v) for v in repeated_loss]
+    if len(steps) != len(values) or not steps:
+        raise ValueError(f"need matching, non-empty steps and losses; got {len(steps)} and {len(values)}")
+    if not threshold > 0:
+        raise ValueError(f"threshold must be a positive loss in nats, got {threshold!r}")
+    return next((step for step, value in zip(steps, values) if value < threshold), None)
+
+
+def smear_keys(keys: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+    """Mix each key with the previous position's key: ``sigma * k_j + (1 - sigma) * k_{j-1}``; ``k_0`` unchanged.
+
+    Args:
+        keys: ``(batch, seq, heads, d_head)``.
+        sigma: ``(heads,)`` weights of the current key, in ``[0, 1]``.
+
+    Returns:
+        ``(batch, seq, heads, d_head)``.
+    """
+    if keys.ndim != 4 or sigma.shape != (keys.shape[2],):
+        raise ValueError(f"need keys (batch, seq, heads, d_head) and sigma (heads,); got {tuple(keys.shape)} and {tuple(sigma.shape)}")
+    previous = torch.cat([keys[:, :1], keys[:, :-1]], dim=1)  # position 0 is its own predecessor: unchanged
+    weight = sigma.to(keys.dtype)[:, None]  # (heads, 1), broadcast over batch, seq, d_head
+    return weight * keys + (1 - weight) * previous
+
+
+class SmearedKeys(nn.Module):
+    """The smear parameters of a whole model and the switch that turns the smear on and off.
+
+    Attributes:
+        alpha: ``(n_layers, n_heads)`` parameter; ``sigmoid(alpha[l, h])`` weights head ``h``'s current key in layer ``l``.
+        enabled: when ``False`` the hooks return the keys unchanged.
+    """
+
+    def __init__(self, alpha: torch.Tensor) -> None:
+        super().__init__()
+        self.alpha = nn.Parameter(alpha.detach().clone().float())
+        self.enabled = True
+
+    def sigma(self) -> torch.Tensor:
+        """``(n_layers, n_heads)`` weight of the current key, ``sigmoid(alpha)``."""
+        return torch.sigmoid(self.alpha)
+
+    def hook(self, layer: int) -> Callable[[torch.Tensor, Any], torch.Tensor]:
+        """The forward hook for ``blocks.{layer}.attn.hook_k``."""
+
+        def smear_hook(keys: torch.Tensor, hook: Any = None) -> torch.Tensor:
+            if not self.enabled:
+                return keys
+            return smear_keys(keys, torch.sigmoid(self.alpha[layer]))
+
+        return smear_hook
+
+
+def _attention_layers(model: nn.Module) -> tuple[int, int]:
+    """``(n_layers, n_heads)`` of a model with hookable attention keys, or ``ValueError``."""
+    cfg = getattr(model, "cfg", None)
+    n_layers, n_heads = getattr(cfg, "n_layers", 0), getattr(cfg, "n_heads", 0)
+    blocks = getattr(model, "blocks", None) if cfg is not None else None
+    if not n_layers or not n_heads or blocks is None or not all(hasattr(getattr(b, "attn", None), "hook_k") for b in blocks):
+        raise ValueError(
+            f"smeared keys need a transformer_lens model with attention layers (blocks.{{l}}.attn.hook_k); "
+            f"got {type(model).__name__} with n_layers={n_layers!r}, n_heads={n_heads!r}"
+        )
+    return n_layers, n_heads
+
+
+def smear_of(model: nn.Module) -> SmearedKeys | None:
+    """The model's :class:`SmearedKeys`, or ``None`` for a plain model."""
+    native = getattr(model, "original_model", None)
+    return getattr(native, "smear", None) if native is not None else None
+
+
+def attach_smear(model: nn.Module, alpha: torch.Tensor | float = INIT_ALPHA) -> SmearedKeys:
+    """Give every head of ``model`` smeared keys, in place; returns the new :class:`SmearedKeys`.
+
+    Args:
+        model: a ``TransformerBridge`` from :func:`lib.induction.make_model` (any number of layers).
+        alpha: initial ``alpha``: a number for every head, or a ``(n_layers, n_heads)`` tensor.
+
+    Raises:
+        ValueError: the model has no attention layers, already has smeared keys, or ``alpha`` has
+            the wrong shape.
+    """
+    n_layers, n_heads = _attention_layers(model)
+    if smear_of(model) is not None:
+        raise ValueError("this model already has smeared keys (attach_smear was called before)")
+    device = model_device(model)
+    if isinstance(alpha, torch.Tensor):
+        if alpha.shape != (n_layers, n_heads):
+            raise ValueError(f"alpha must have shape (n_layers, n_heads) = ({n_layers}, {n_heads}), got {tuple(alpha.shape)}")
+        values = alpha.to(device)
+    elif isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+        values = torch.full((n_layers, n_heads), float(alpha), device=device)
+    else:
+        raise ValueError(f"alpha must be a number or a ({n_layers}, {n_heads}) tensor, got {alpha!r}")
+    smear = SmearedKeys(values)
+    # registered on the native module: the bridge's parameters() and state_dict() delegate to it
+    model.original_model.add_module("smear", smear)
+    for layer in range(n_layers):
+        model.add_hook(f"blocks.{layer}.attn.hook_k", smear.hook(layer), is_permanent=True)
+    return smear
+
+
+def smear_parameters(model: nn.Module) -> list[nn.Parameter]:
+    """``[alpha]`` of a smeared model (for an optimizer of your own, or ``lib.train``'s ``extra_params``)."""
+    smear = smear_of(model)
+    if smear is None:
+        raise ValueError("the model has no smeared keys; call attach_smear(model) first")
+    return [smear.alpha]
+
+
+def smear_sigma(model: nn.Module) -> torch.Tensor:
+    """``(n_layers, n_heads)`` weight of the current key, ``sigmoid(alpha)``, detached on the CPU."""
+    smear = smear_of(model)
+    if smear is None:
+        raise ValueError("the model has no smeared keys; call attach_smear(model) first")
+    return smear.sigma().detach().cpu()
+
+
+def sigma_of_state(state: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``sigmoid(alpha)`` ``(n_layers, n_heads)`` stored in a checkpoint of a smeared model."""
+    if STATE_KEY not in state:
+        raise ValueError(f"the checkpoint has no {STATE_KEY!r}: it is not from a smeared model")
+    return torch.sigmoid(state[STATE_KEY].detach().float()).cpu()
+
+
+def set_smear(model: nn.Module, enabled: bool) -> None:
+    """Switch a smeared model's smear on or off (off = the keys pass through unchanged)."""
+    smear = smear_of(model)
+    if smear is None:
+        raise ValueError("the model has no smeared keys; call attach_smear(model) first")
+    smear.enabled = bool(enabled)
+
+
+@contextlib.contextmanager
+def smear_disabled(model: nn.Module) -> Iterator[nn.Module]:
+    """``with smear_disabled(model): ...`` runs the model with plain keys, then restores the previous setting."""
+    smear = smear_of(model)
+    if smear is None:
+        raise ValueError("the model has no smeared keys; call attach_smear(model) first")
+    before = smear.enabled
+    smear.enabled = False
+    try:
+        yield model
+    finally:
+        smear.enabled = before
+
+
+def make_model(
+    config: ind.InductionConfig = ind.InductionConfig(),
+    seed: int = 0,
+    *,
+    smeared: bool = True,
+    alpha: float = INIT_ALPHA,
+    device: torch.device | str | None = None,
+) -> nn.Module:
+    """:func:`lib.induction.make_model` (same weights for the same seed), with smeared keys if ``smeared``."""
+    model = ind.make_model(config, seed=seed, device=device)
+    if smeared:
+        attach_smear(model, alpha)
+    return model
+
+
+def train_model(
+    config: ind.InductionConfig = ind.InductionConfig(n_layers=1),
+    seed: int = 0,
+    *,
+    smeared: bool = True,
+    train_config: TrainConfig = TRAIN,
+    evaluate: Callable[[nn.Module], Any] | None = None,
+    device: torch.device | str | None = None,
+) -> tuple[nn.Module, History]:
+    """Build and train one model of chapter 6 (a smeared one by default) on the repeated-token task.
+
+    ``seed`` seeds both the initial weights and the training batches (``train_config.seed`` is
+    replaced), as chapter 5 does with seed 0. The returned history's checkpoints include
+    :data:`STATE_KEY` when ``smeared``; reload one with ``make_model(config, seed, smeared=True)``
+    followed by ``model.load_state_dict(history.checkpoints[step])``.
+
+    Returns:
+        ``(model, history)``: the model after the last step, and :class:`lib.train.History`.
+    """
+    model = make_model(config, seed, smeared=smeared, device=device)
+    history = train(
+        model, ind.make_batch_fn(config), ind.training_loss, replace(train_config, seed=seed), evaluate=evaluate
+    )
+    return model, history
+
+
+def train_smeared(
+    config: ind.InductionConfig = ind.InductionConfig(n_layers=1),
+    seed: int = 0,
+    train_config: TrainConfig = TRAIN,
+    *,
+    evaluate: Callable[[nn.Module], Any] | None = None,
+    device: torch.device | str | None = None,
+) -> tuple[nn.Module, History]:
+    """The smeared model of chapter 6 (one layer by default), trained: ``train_model(..., smeared=True)``."""
+    return train_model(config, seed, smeared=True, train_config=train_config, evaluate=evaluate, device=device)

@@ -1,0 +1,182 @@
+"""lib.ablation: exact identities of the two ablation kinds, hook hygiene, bad input."""
+
+import pytest
+import torch
+
+from lib import ablation as ab
+from lib import induction as ind
+from lib.checks import CheckFailed, check_pattern_preserving_ablation
+from lib.scores import next_token_loss, per_token_loss
+
+CONFIG = ind.InductionConfig(n_layers=2, n_heads=3, d_model=32, d_head=8, vocab=24, seq_len=21, max_repeat=10, prefix_segment=5, init_std=0.3)
+
+
+@pytest.fixture(scope="module")
+def model():
+    m = ind.make_model(CONFIG, seed=3)
+    m.eval()
+    return m
+
+
+@pytest.fixture(scope="module")
+def tokens():
+    return ind.repeated_sequences(6, ind.seeded_generator(0), CONFIG)[0]
+
+
+@pytest.mark.parametrize("kind", ab.KINDS)
+def test_ablating_nothing_is_the_clean_loss(model, tokens, kind):
+    with torch.inference_mode():
+        clean = per_token_loss(model, tokens)
+    assert torch.equal(ab.ablated_loss(model, tokens, [], kind), clean)
+    assert torch.equal(ab.ablated_losses(model, tokens, [[], [(0, 1)], []], kind)[2], clean)
+
+
+@pytest.mark.parametrize("head", [(1, 0), (1, 2)])
+def test_kinds_agree_exactly_in_the_last_layer(model, tokens, head):
+    full = ab.ablated_loss(model, tokens, [head], "full")
+    preserved = ab.ablated_loss(model, tokens, [head], "pattern-preserving")
+    assert torch.equal(full, preserved)
+    assert not torch.equal(full, ab.ablated_loss(model, tokens, [], "full")), "removing a head should change the loss"
+
+
+def test_kinds_differ_for_a_layer0_head(model, tokens):
+    full = ab.ablated_loss(model, tokens, [(0, 1)], "full")
+    preserved = ab.ablated_loss(model, tokens, [(0, 1)], "pattern-preserving")
+    assert (full - preserved).abs().max() > 1e-3, "layer-1 attention reads layer 0's output: freezing patterns must matter"
+
+
+def test_batched_pass_equals_one_ablation_at_a_time(model, tokens):
+    ablations = ab.each_head(model) + [[(0, 0), (1, 1)]]
+    for kind in ab.KINDS:
+        batched = ab.ablated_losses(model, tokens, ablations, kind, max_rows=2 * len(tokens))  # 2 ablations per pass
+        one_by_one = torch.stack([ab.ablated_loss(model, tokens, heads, kind) for heads in ablations])
+        assert torch.allclose(batched, one_by_one, atol=1e-6)
+
+
+def test_full_ablation_equals_zeroed_weights(model, tokens):
+    """Zeroing a head's output is zeroing its W_O rows (b_O is shared by the heads and stays)."""
+    import copy
+
+    edited = copy.deepcopy(model)
+    with torch.no_grad():
+        edited.blocks[0].attn.o.weight[:, 1 * CONFIG.d_head : 2 * CONFIG.d_head] = 0
+        expected = per_token_loss(edited, tokens)
+    assert torch.allclose(ab.ablated_loss(model, tokens, [(0, 1)], "full"), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("head", [(0, 0), (0, 2), (1, 1)])
+def test_pattern_preserving_subtracts_every_path_through_the_head(model, tokens, head):
+    import copy
+
+    m64 = copy.deepcopy(model).double()
+    ablated = ab.ablated_logits(m64, tokens, [[head]], "pattern-preserving")[0]
+    with torch.inference_mode():
+        expected = m64(tokens) - ab.head_path_logits(m64, tokens, head)
+    assert (ablated - expected).abs().max() < 1e-10
+
+
+def test_no_hook_left_after_any_call(model, tokens):
+    assert ab.hooks_on(model) == 0
+    for kind in ab.KINDS:
+        ab.ablated_losses(model, tokens, ab.each_head(model), kind)
+        assert ab.hooks_on(model) == 0
+    bad = tokens.clone()
+    bad[0, 3] = CONFIG.vocab + 5  # not a token: the embedding raises inside the hooked forward pass
+    for kind in ab.KINDS:
+        with pytest.raises((IndexError, RuntimeError)):
+            ab.ablated_logits(model, bad, [[(0, 0)], [(1, 1)]], kind)
+        assert ab.hooks_on(model) == 0, f"{kind}: a hook survived an exception"
+    ab.head_path_logits(model, tokens, (0, 0))
+    assert ab.hooks_on(model) == 0
+
+
+@pytest.mark.parametrize(
+    "heads, match",
+    [
+        ([(2, 0)], "layer must be"),
+        ([(-1, 0)], "layer must be"),
+        ([(0, 3)], "head must be"),
+        ([(0, 1.0)], "head must be"),
+        ([(True, 0)], "layer must be"),
+        ([(0, 1), (1, 2), (0, 1)], "more than once"),
+        ([0], "pair"),
+    ],
+)
+def test_bad_heads(model, tokens, heads, match):
+    with pytest.raises(ValueError, match=match):
+        ab.ablated_loss(model, tokens, heads)
+    assert ab.hooks_on(model) == 0
+
+
+def test_bad_input(model, tokens):
+    with pytest.raises(ValueError, match="unknown ablation kind"):
+        ab.ablated_loss(model, tokens, [], kind="mean")
+    with pytest.raises(ValueError, match="int64"):
+        ab.ablated_loss(model, tokens.float(), [])
+    with pytest.raises(ValueError, match="empty"):
+        ab.ablated_losses(model, tokens, [])
+    with pytest.raises(ValueError, match="max_rows"):
+        ab.ablated_losses(model, tokens, [[]], max_rows=0)
+    with pytest.raises(ValueError, match="layer must be"):
+        ab.head_path_logits(model, tokens, (5, 0))
+    with pytest.raises(ValueError, match="clean score is 0"):
+        ab.fraction_removed(0.0, -1.0)
+    with pytest.raises(ValueError, match="do not match"):
+        next_token_loss(torch.zeros(2, 5, 7), tokens)
+
+
+def test_fraction_removed_and_names(model):
+    assert ab.fraction_removed(-4.0, -1.0).item() == pytest.approx(0.75)
+    assert ab.fraction_removed(torch.tensor([-2.0, -2.0]), torch.tensor([-2.0, 0.5])).tolist() == pytest.approx([0.0, 1.25])
+    assert ab.all_heads(model)[:4] == [(0, 0), (0, 1), (0, 2), (1, 0)]
+    assert ab.each_head(model)[0] == [] and len(ab.each_head(model)) == 1 + 6
+    assert ab.head_name((1, 2)) == "L1H2"
+
+
+def test_next_token_loss_matches_per_token_loss(model, tokens):
+    with torch.inference_mode():
+        logits = model(tokens)
+        assert torch.equal(next_token_loss(logits, tokens), per_token_loss(model, tokens))
+        stacked = next_token_loss(torch.stack([logits, 2 * logits]), tokens)
+    assert stacked.shape == (2, *tokens.shape[:1], tokens.shape[1] - 1)
+
+
+def test_check_pattern_preserving_ablation():
+    def stub(model, tokens, layer, head):
+        raise NotImplementedError
+
+    def full_instead(model, tokens, layer, head):
+        return ab.ablated_loss(model, tokens, [(layer, head)], "full")
+
+    def leaves_a_hook(model, tokens, layer, head):
+        model.blocks[0].attn.hook_z.add_hook(lambda z, hook: z)
+        return ab.ablated_loss(model, tokens, [(layer, head)], "pattern-preserving")
+
+    def reference(model, tokens, layer, head):
+        return ab.ablated_loss(model, tokens, [(layer, head)], "pattern-preserving")
+
+    with pytest.raises(CheckFailed, match="not implemented"):
+        check_pattern_preserving_ablation(stub)
+    with pytest.raises(CheckFailed, match="differs"):
+        check_pattern_preserving_ablation(full_instead)
+    with pytest.raises(CheckFailed, match="hook"):
+        check_pattern_preserving_ablation(leaves_a_hook)
+    check_pattern_preserving_ablation(reference)
+
+
+def test_smeared_model_keeps_its_permanent_hook(tokens):
+    from lib import smear
+
+    smeared = smear.make_model(CONFIG.with_layers(1), seed=0, alpha=-1.0)
+    smeared.eval()
+    assert ab.hooks_on(smeared) == 0, "the smear's permanent hook is part of the model, not an ablation hook"
+    for kind in ab.KINDS:
+        ab.ablated_losses(smeared, tokens, ab.each_head(smeared), kind)
+    assert ab.hooks_on(smeared) == 0
+    with torch.inference_mode():
+        with_smear = per_token_loss(smeared, tokens)
+        with smear.smear_disabled(smeared):
+            without = per_token_loss(smeared, tokens)
+    assert not torch.allclose(with_smear, without), "the smear must still act after the ablation hooks are gone"
+    one_layer = [ab.ablated_loss(smeared, tokens, [(0, 1)], kind) for kind in ab.KINDS]
+    assert torch.equal(*one_layer), "one layer: nothing downstream has a pattern to change"

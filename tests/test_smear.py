@@ -1,0 +1,161 @@
+import pytest
+import torch
+
+from lib import induction as ind
+from lib import checks
+from lib import smear as sm
+from lib.scores import per_token_loss
+from lib.train import TrainConfig, train
+
+SMALL = ind.InductionConfig(n_layers=2, n_heads=2, d_model=16, d_head=8, vocab=16, seq_len=21, min_repeat=3, max_repeat=8, prefix_segment=5)
+
+
+def tokens(batch=3, seed=0):
+    return ind.repeated_sequences(batch, ind.seeded_generator(seed), SMALL)[0]
+
+
+def keys_of(model, toks, layer=0):
+    _, cache = model.run_with_cache(toks, names_filter=lambda n: n == f"blocks.{layer}.attn.hook_k")
+    return cache[f"blocks.{layer}.attn.hook_k"]
+
+
+def test_sigma_one_equals_plain_model_exactly():
+    plain = ind.make_model(SMALL, seed=3)
+    smeared = sm.make_model(SMALL, seed=3, alpha=float("inf"))
+    toks = tokens()
+    with torch.inference_mode():
+        assert torch.equal(smeared(toks), plain(toks))
+
+
+def test_sigma_zero_gives_previous_key_first_unchanged():
+    plain = ind.make_model(SMALL, seed=3)
+    smeared = sm.make_model(SMALL, seed=3, alpha=float("-inf"))
+    toks = tokens()
+    # layer 0 reads the same embeddings in both models, so the plain model's keys are the reference
+    raw, got = keys_of(plain, toks), keys_of(smeared, toks)
+    assert torch.equal(got[:, 0], raw[:, 0])
+    assert torch.equal(got[:, 1:], raw[:, :-1])
+
+
+def test_smear_keys_mixes_per_head():
+    keys = torch.randn(2, 5, 3, 4)
+    sigma = torch.tensor([1.0, 0.0, 0.25])
+    out = sm.smear_keys(keys, sigma)
+    assert torch.equal(out[:, :, 0], keys[:, :, 0])
+    assert torch.equal(out[:, 1:, 1], keys[:, :-1, 1])
+    torch.testing.assert_close(out[:, 1:, 2], 0.25 * keys[:, 1:, 2] + 0.75 * keys[:, :-1, 2])
+    assert torch.equal(out[:, 0], keys[:, 0])
+    with pytest.raises(ValueError):
+        sm.smear_keys(keys, torch.ones(2))
+
+
+def test_gradients_reach_alpha_and_training_moves_it():
+    model = sm.make_model(SMALL, seed=0)
+    per_token_loss(model, tokens()).mean().backward()
+    (alpha,) = sm.smear_parameters(model)
+    assert alpha.grad is not None and alpha.grad.shape == (SMALL.n_layers, SMALL.n_heads) and alpha.grad.abs().sum() > 0
+    model.zero_grad(set_to_none=True)
+    before = alpha.detach().clone()
+    # given twice (in the model and as extra_params): trained once, no duplicate-parameter error
+    train(model, ind.make_batch_fn(SMALL), ind.training_loss, TrainConfig(steps=3, lr=1e-2, batch_size=4, progress=False),
+          extra_params=sm.smear_parameters(model))
+    assert not torch.equal(alpha.detach(), before)
+
+
+def test_state_dict_round_trip_and_checkpoints():
+    model, history = sm.train_model(SMALL, seed=1, train_config=TrainConfig(steps=4, lr=1e-2, batch_size=4, checkpoint_steps=(0, 4), progress=False))
+    state = model.state_dict()
+    assert sm.STATE_KEY in state and sm.STATE_KEY in history.checkpoints[4]
+    torch.testing.assert_close(sm.sigma_of_state(history.checkpoints[0]), torch.full((2, 2), 0.5))
+    fresh = sm.make_model(SMALL, seed=7)
+    fresh.load_state_dict(state)
+    torch.testing.assert_close(sm.smear_sigma(fresh), sm.smear_sigma(model))
+    toks = tokens()
+    with torch.inference_mode():
+        assert torch.equal(fresh(toks), model(toks))
+    with pytest.raises(RuntimeError):  # a plain model cannot silently drop the smear
+        ind.make_model(SMALL, seed=0).load_state_dict(state)
+    with pytest.raises(ValueError):
+        sm.sigma_of_state(ind.make_model(SMALL, seed=0).state_dict())
+
+
+def test_switch_off_restores_plain_keys():
+    plain = ind.make_model(SMALL, seed=2)
+    model = sm.make_model(SMALL, seed=2, alpha=-1.0)
+    toks = tokens()
+    with torch.inference_mode():
+        assert not torch.equal(model(toks), plain(toks))
+        with sm.smear_disabled(model):
+            assert torch.equal(model(toks), plain(toks))
+        assert not torch.equal(model(toks), plain(toks))
+        sm.set_smear(model, False)
+        assert torch.equal(model(toks), plain(toks))
+
+
+def test_smear_survives_reset_hooks_and_temporary_hooks():
+    model = sm.make_model(SMALL, seed=2, alpha=-1.0)
+    toks = tokens()
+    with torch.inference_mode():
+        before = model(toks)
+        model.run_with_hooks(toks, fwd_hooks=[("blocks.0.attn.hook_k", lambda k, hook: k)])
+        model.reset_hooks()
+        assert torch.equal(model(toks), before)
+
+
+def test_alpha_tensor_init_and_bad_input():
+    alpha = torch.tensor([[0.0, 1.0], [2.0, -3.0]])
+    model = ind.make_model(SMALL, seed=0)
+    sm.attach_smear(model, alpha)
+    torch.testing.assert_close(sm.smear_sigma(model), torch.sigmoid(alpha))
+    with pytest.raises(ValueError, match="already"):
+        sm.attach_smear(model)
+    with pytest.raises(ValueError, match="shape"):
+        sm.attach_smear(ind.make_model(SMALL, seed=0), torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="shape"):
+        sm.attach_smear(ind.make_model(SMALL, seed=0), torch.zeros(4))
+    with pytest.raises(ValueError, match="attention"):
+        sm.attach_smear(torch.nn.Linear(3, 3))
+    with pytest.raises(ValueError):
+        sm.attach_smear(ind.make_model(SMALL, seed=0), "0.5")
+    plain = ind.make_model(SMALL, seed=0)
+    for fn in (sm.smear_parameters, sm.smear_sigma, lambda m: sm.set_smear(m, True)):
+        with pytest.raises(ValueError, match="attach_smear"):
+            fn(plain)
+
+
+def test_phase_change_step():
+    assert sm.phase_change_step([0, 10, 20, 30], [3.0, 1.2, 0.9, 0.1]) == 20
+    assert sm.phase_change_step([0, 10], [3.0, 2.0]) is None
+    assert sm.phase_change_step([0, 10], torch.tensor([3.0, 0.5]), threshold=0.4) is None
+    with pytest.raises(ValueError):
+        sm.phase_change_step([0, 10], [1.0])
+    with pytest.raises(ValueError):
+        sm.phase_change_step([0], [1.0], threshold=0)
+
+
+# ---- exercise check: the reference passes, a stub and wrong answers fail ----
+
+
+def test_check_smear_keys():
+    checks.check_smear_keys(sm.smear_keys)
+
+    def stub(keys, sigma):
+        raise NotImplementedError
+
+    with pytest.raises(checks.CheckFailed, match="not implemented"):
+        checks.check_smear_keys(stub)
+
+    def swapped(keys, sigma):  # weights the previous key by sigma instead of the current one
+        previous = torch.cat([keys[:, :1], keys[:, :-1]], dim=1)
+        return sigma[:, None] * previous + (1 - sigma[:, None]) * keys
+
+    def zero_first(keys, sigma):  # pads position 0 with a zero key instead of leaving it unchanged
+        previous = torch.cat([torch.zeros_like(keys[:, :1]), keys[:, :-1]], dim=1)
+        return sigma[:, None] * keys + (1 - sigma[:, None]) * previous
+
+    def rolled(keys, sigma):  # torch.roll wraps the last key around to position 0
+        return sigma[:, None] * keys + (1 - sigma[:, None]) * keys.roll(1, dims=1)
+
+    for wrong in (swapped, zero_first, rolled):
+        with pytest.raises(checks.CheckFailed, match="differs"):
+            checks.check_smear_keys(wrong)
