@@ -84,14 +84,22 @@ def plain(max_steps: int = 3000) -> tuple[float, int | None, float | None]:
     return step / (time.perf_counter() - start), hit, hit_time
 
 
+def run() -> dict:
+    """Both set-ups' speed and phase-change step and time, and the ratios (bench/run_all.py)."""
+    b_rate, b_step, b_time = book()
+    p_rate, p_step, p_time = plain()
+    out = {"book steps/s": b_rate, "book phase-change step": b_step, "book phase-change s (target <= 20)": b_time,
+           "plain steps/s": p_rate, "plain phase-change step": p_step, "plain phase-change s": p_time}
+    if b_time and p_time:
+        out["plain / book wall time"] = p_time / b_time
+        out["plain / book steps"] = p_step / b_step
+    return out
+
+
 def main() -> None:
     print(f"torch threads: {torch.get_num_threads()}, load average: {os.getloadavg()}")
-    b_rate, b_step, b_time = book()
-    print(f"book : {b_rate:6.1f} steps/s, phase change complete at step {b_step} after {b_time:.1f} s")
-    p_rate, p_step, p_time = plain()
-    print(f"plain: {p_rate:6.1f} steps/s, phase change complete at step {p_step} after {p_time:.1f} s" if p_step else f"plain: {p_rate:6.1f} steps/s, no phase change in {p_rate and 3000} steps")
-    if b_time and p_time:
-        print(f"ratio: the book reaches the phase change {p_time / b_time:.1f}x sooner (wall time), in {p_step / b_step:.1f}x fewer steps")
+    for key, value in run().items():
+        print(f"{key:>36}: {value if value is None or isinstance(value, int) else f'{value:.2f}'}")
     print(f"load average at the end: {os.getloadavg()}")
 
 

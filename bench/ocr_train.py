@@ -22,13 +22,25 @@ from lib.onelayer import PAPER_TRAIN, OneLayer, OneLayerConfig, per_seed_batches
 from lib.train import train
 
 
-def run(task, n_seeds: int, seed: int, parameterization: str, steps: int, device) -> float:
+def time_training(task, n_seeds: int, seed: int, parameterization: str, steps: int, device) -> float:
     model = OneLayer(OneLayerConfig(task.vocab_size, parameterization=parameterization, n_seeds=n_seeds, seed=seed)).to(device)
     config = replace(PAPER_TRAIN, steps=steps, seed=seed, progress=False)
     start = time.perf_counter()
     history = train(model, per_seed_batches(task.train_batch, n_seeds), per_seed_loss, config)
     float(history.loss[-1].sum())  # the loss history is already on the CPU: the run has finished
     return time.perf_counter() - start
+
+
+def run(parameterization: str = "factorized", steps: int = PAPER_TRAIN.steps) -> dict:
+    """Seconds for 1 seed, 8 seeds one after another and 8 seeds batched, and the ratios (bench/run_all.py)."""
+    device = pick_device()
+    task = build_symbolic()
+    time_training(task, 1, 0, parameterization, 20, device)  # warm-up
+    one = time_training(task, 1, 0, parameterization, steps, device)
+    sequential = sum(time_training(task, 1, s, parameterization, steps, device) for s in range(8))
+    batched = time_training(task, 8, 0, parameterization, steps, device)
+    return {"1 seed (s)": one, "8 seeds sequential (s)": sequential, "8 seeds batched (s)": batched,
+            "batched / 1 seed (target <= 2)": batched / one, "sequential / batched": sequential / batched}
 
 
 def main() -> None:
@@ -39,16 +51,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = pick_device()
-    task = build_symbolic()
-    run(task, 1, 0, args.parameterization, 20, device)  # warm-up
-    one = run(task, 1, 0, args.parameterization, args.steps, device)
-    sequential = sum(run(task, 1, s, args.parameterization, args.steps, device) for s in range(8))
-    batched = run(task, 8, 0, args.parameterization, args.steps, device)
-    print(f"device {device}, torch threads {torch.get_num_threads()}, {args.parameterization}, {args.steps} steps, batch {PAPER_TRAIN.batch_size}")
-    print(f"1 seed:               {one:7.2f} s")
-    print(f"8 seeds sequentially: {sequential:7.2f} s  ({sequential / one:.2f} x one seed)")
-    print(f"8 seeds batched:      {batched:7.2f} s  ({batched / one:.2f} x one seed; target <= 2)")
+    print(f"device {pick_device()}, torch threads {torch.get_num_threads()}, {args.parameterization}, {args.steps} steps, batch {PAPER_TRAIN.batch_size}")
+    for key, value in run(args.parameterization, args.steps).items():
+        print(f"{key:>32}: {value:7.2f}")
     if hasattr(os, "getloadavg"):
         print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
