@@ -34,6 +34,8 @@ Public API (stable):
 Initialisation: ``alpha = 0``, i.e. ``sigmoid(alpha) = 0.5``: every key starts as an equal mix of
 itself and its predecessor. It is the neutral point (neither "current" nor "previous" preferred) and
 the point where ``sigmoid`` is steepest, so gradient descent can move each head either way fastest.
+It matters: from ``alpha = 2`` (``sigmoid = 0.88``, nearly a plain model) a one-layer model pushes ``sigmoid``
+up to about 0.97 and forms no induction head in 400 steps (``bench/smear_train.py``).
 """
 
 from __future__ import annotations
