@@ -159,3 +159,11 @@ def test_check_smear_keys():
     for wrong in (swapped, zero_first, rolled):
         with pytest.raises(checks.CheckFailed, match="differs"):
             checks.check_smear_keys(wrong)
+
+
+def test_train_model_plain_and_alpha():
+    config = TrainConfig(steps=2, lr=1e-2, batch_size=4, checkpoint_steps=(0,), progress=False)
+    model, history = sm.train_model(SMALL, seed=0, alpha=-1.0, train_config=config)
+    torch.testing.assert_close(sm.sigma_of_state(history.checkpoints[0]), torch.sigmoid(torch.full((2, 2), -1.0)))
+    plain, history = sm.train_model(SMALL, seed=0, smeared=False, train_config=config)
+    assert sm.smear_of(plain) is None and sm.STATE_KEY not in history.checkpoints[0]
