@@ -65,3 +65,24 @@ def test_exercise_cells_are_tagged(path):
             assert {"skip-execution", "nbval-skip"} <= set(t), f"{path.name}: stub needs tags skip-execution and nbval-skip: {source(cell)[:80]!r}"
         if "solution" in t:
             assert "hide-input" in t, f"{path.name}: solution needs tag hide-input: {source(cell)[:80]!r}"
+
+
+EXERCISE = re.compile(r"^#{2,3} Exercise (?P<chapter>\d+)\.(?P<k>\d+)( \(open\))?: \S")
+META = re.compile(r"^\*Difficulty [123] of 3 · importance: [^·]+ · about \d+ minutes\*$")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_exercise_headers_are_uniform(path):
+    """'### Exercise C.k: title' then '*Difficulty d of 3 · importance: ... · about N minutes*'."""
+    chapter = int(path.name[:2])
+    for cell in load(path)["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        lines = [ln for ln in source(cell).splitlines() if ln.strip()]
+        for i, line in enumerate(lines):
+            if re.match(r"^#+ Exercise(?!s$)", line):
+                match = EXERCISE.match(line)
+                assert match, f"{path.name}: exercise heading {line!r} is not '### Exercise {chapter}.k: title'"
+                assert int(match["chapter"]) == chapter, f"{path.name}: {line!r} is numbered for another chapter"
+                assert i + 1 < len(lines) and META.match(lines[i + 1]), (
+                    f"{path.name}: after {line!r} write '*Difficulty d of 3 · importance: ... · about N minutes*'")
