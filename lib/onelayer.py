@@ -209,6 +209,11 @@ def per_seed_batches(sample: Callable[[int, torch.Generator], tuple[Tensor, Tens
     """Turn ``sample(batch_size, generator) -> (x (B, T), y (B,))`` into a ``make_batch`` for ``n_seeds`` members.
 
     Each member gets its own fresh batch (``(S, B, T)``, ``(S, B)``), unless ``shared`` (one batch for all).
+    The batches of all members come from ONE call ``sample(S * B)`` dealt out round-robin (member ``s`` gets rows
+    ``s, s + S, s + 2S, ...``): one call costs about as much as one member's, where a call per member made data
+    generation grow with the number of seeds. A sampler that lays its rows out in blocks, like
+    ``SymbolicTask.train_batch`` (thirds of three groups), gives every member exactly the same mix whenever each
+    block holds a multiple of ``S`` rows (for ``train_batch``: whenever ``B`` is divisible by 3).
     """
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise ValueError(f"n_seeds must be a positive integer, got {n_seeds!r}")
@@ -216,8 +221,8 @@ def per_seed_batches(sample: Callable[[int, torch.Generator], tuple[Tensor, Tens
     def make_batch(batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         if shared:
             return sample(batch_size, generator)
-        xs, ys = zip(*(sample(batch_size, generator) for _ in range(n_seeds)))
-        return torch.stack(xs), torch.stack(ys)
+        x, y = sample(batch_size * n_seeds, generator)
+        return x.view(batch_size, n_seeds, -1).transpose(0, 1), y.view(batch_size, n_seeds).T
 
     return make_batch
 

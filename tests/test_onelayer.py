@@ -75,6 +75,23 @@ def test_per_seed_batches_gives_each_member_its_own_batch():
     assert not torch.equal(x[0], x[1])
 
 
+def test_per_seed_batches_keep_the_training_mix_per_member():
+    """Every member's batch holds equal thirds of train facts, train implications and test facts."""
+    from lib.ocr import build_symbolic
+
+    task = build_symbolic()
+    x, y = per_seed_batches(task.train_batch, 8)(252, torch.Generator().manual_seed(0))
+    train_subject_tokens = task.subject_ids[task.train_subjects]
+    for s in range(8):
+        implication = x[s, :, -2] == task.implication_relation_of[0]
+        has_train_subject = torch.isin(x[s], train_subject_tokens).any(1)
+        assert int(implication.sum()) == 84  # train implications: a third
+        assert int((~implication & has_train_subject).sum()) == 84  # train facts
+        assert int((~implication & ~has_train_subject).sum()) == 84  # test facts
+        assert torch.isin(y[s][implication], task.implication_value_ids).all()
+        assert torch.isin(y[s][~implication], task.fact_value_ids).all()
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
