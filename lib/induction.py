@@ -221,12 +221,6 @@ def make_model(config: InductionConfig = InductionConfig(), seed: int = 0, devic
     return TransformerBridge.boot_native(bridge_config(config, seed), device=device)
 
 
-def load_checkpoint(model: nn.Module, state: dict[str, torch.Tensor]) -> nn.Module:
-    """Load a parameter snapshot (from :class:`lib.train.History`) into ``model`` in place; returns it."""
-    model.load_state_dict(state)
-    return model
-
-
 def check_head(config: InductionConfig, layer: int, head: int) -> None:
     """Raise ``ValueError`` unless ``(layer, head)`` names a head of a model built from ``config``."""
     if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < config.n_layers:

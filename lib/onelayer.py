@@ -188,7 +188,9 @@ class OneLayer(nn.Module):
             tokens = tokens.unsqueeze(0).expand(S, *tokens.shape)
         if tokens.ndim != 3 or tokens.shape[0] != S:
             raise ValueError(f"tokens must have shape (batch, seq) or (n_seeds={S}, batch, seq), got {tuple(tokens.shape)}")
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.config.vocab_size):
+        # The range check reads the tokens' values: free on the CPU, but on an accelerator it would make every
+        # training step wait for the device, so there an out-of-range id fails inside the indexing instead.
+        if tokens.device.type == "cpu" and tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.config.vocab_size):
             raise ValueError(f"token ids must lie in [0, vocab_size={self.config.vocab_size}), got range [{int(tokens.min())}, {int(tokens.max())}]")
         return tokens
 

@@ -242,10 +242,6 @@ class OCRProblem:
         """The implication x subject block of a ``(..., m, n)`` answer x input matrix: ``(..., n_implications, n_subjects)``."""
         return W[..., self.n_facts : self.n_facts + self.n_implications, : self.n_subjects]
 
-    def fact_block(self, W: Tensor) -> Tensor:
-        """The fact x subject block: ``(..., n_facts, n_subjects)``."""
-        return W[..., : self.n_facts, : self.n_subjects]
-
 
 def ocr_problem(task) -> OCRProblem:
     """Build the :class:`OCRProblem` of a ``lib.ocr.SymbolicTask``."""
