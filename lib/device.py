@@ -54,6 +54,26 @@ def pick_device(name: str | None = None) -> torch.device:
     return torch.device(kind)
 
 
+def check_device(device: torch.device | str | None) -> torch.device | None:
+    """Validate a ``device`` argument of a public function: ``None`` stays ``None`` (the callee's default).
+
+    Accepts a ``torch.device`` or a name such as ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``.
+
+    Raises:
+        ValueError: the name is not a device, or its kind is not available on this machine.
+    """
+    if device is None:
+        return None
+    try:
+        resolved = device if isinstance(device, torch.device) else torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"unknown device {device!r}; allowed: cuda, mps, cpu (optionally with an index, e.g. 'cuda:0')") from None
+    usable = available_devices()
+    if resolved.type not in usable:
+        raise ValueError(f"device {str(resolved)!r} is not available on this machine; available: {', '.join(usable)}")
+    return resolved
+
+
 def seed_everything(seed: int) -> torch.Generator:
     """Seed Python, NumPy and torch (all devices) and return a CPU ``torch.Generator`` with that seed.
 

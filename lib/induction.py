@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
+from lib.device import check_device
 from lib.scores import per_token_loss
 from lib.train import History, TrainConfig, train
 
@@ -176,7 +177,7 @@ def prefix_matching_tokens(batch: int, generator: torch.Generator, config: Induc
 
 def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
     """A ``torch.Generator`` on ``device`` seeded with ``seed`` (evaluation sets are made from one)."""
-    return torch.Generator(device=device).manual_seed(seed)
+    return torch.Generator(device=check_device(device)).manual_seed(seed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,7 +219,7 @@ def make_model(config: InductionConfig = InductionConfig(), seed: int = 0, devic
     import transformer_lens.model_bridge.sources  # noqa: F401  (attaches TransformerBridge.boot_native)
     from transformer_lens.model_bridge import TransformerBridge
 
-    return TransformerBridge.boot_native(bridge_config(config, seed), device=device)
+    return TransformerBridge.boot_native(bridge_config(config, seed), device=check_device(device))
 
 
 def check_head(config: InductionConfig, layer: int, head: int) -> None:

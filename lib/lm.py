@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lib.device import check_device
 from lib.ocr import Question, SentenceTask, mean_rank
 from lib.train import History, TrainConfig, model_device, train
 
@@ -106,6 +107,7 @@ def tiny_gpt2(tokenizer, config: TinyLMConfig = TinyLMConfig(), device: torch.de
 
     if not isinstance(config, TinyLMConfig):
         raise ValueError(f"config must be a TinyLMConfig, got {type(config).__name__}")
+    device = check_device(device)
     cfg = GPT2Config(vocab_size=len(tokenizer), n_positions=config.max_len, n_embd=config.d_model,
                      n_layer=config.n_layer, n_head=config.n_head, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                      bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
@@ -145,6 +147,7 @@ def load_pretrained(name: str, device: torch.device | str | None = None, dtype: 
 
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a model id or a folder, got {name!r}")
+    device = check_device(device)
     tokenizer = AutoTokenizer.from_pretrained(name)
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(f"{name!r} has no fast tokenizer; this pipeline needs one")

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lib.device import check_device
 from lib.train import TrainConfig, train
 
 PARAMETERIZATIONS = ("factorized", "merged")
@@ -338,7 +339,7 @@ def train_on_task(task, model_config: OneLayerConfig, train_config: TrainConfig 
     """
     if task.vocab_size != model_config.vocab_size:
         raise ValueError(f"model vocab_size={model_config.vocab_size} does not match the task's vocab_size={task.vocab_size}")
-    device = device or torch.device("cpu")
+    device = check_device(device) or torch.device("cpu")
     model = OneLayer(model_config).to(device)
     every = eval_every or train_config.steps
     steps = tuple(sorted(set(range(0, train_config.steps + 1, every)) | {train_config.steps}))

@@ -60,3 +60,33 @@ def test_seed_everything_is_reproducible():
 def test_bad_seed(seed):
     with pytest.raises(ValueError, match="seed must be an integer"):
         device.seed_everything(seed)
+
+
+def test_check_device_passes_none_and_known_devices():
+    assert device.check_device(None) is None
+    assert device.check_device("cpu") == torch.device("cpu")
+    assert device.check_device(torch.device("cpu")) == torch.device("cpu")
+
+
+@pytest.mark.parametrize("name", ["gpu", "cuda:x", ""])
+def test_check_device_unknown_name(name):
+    with pytest.raises(ValueError, match="unknown device"):
+        device.check_device(name)
+
+
+def test_check_device_unavailable_kind(monkeypatch):
+    monkeypatch.setattr(device, "available_devices", lambda: ["cpu"])
+    with pytest.raises(ValueError, match="'cuda' is not available on this machine; available: cpu"):
+        device.check_device("cuda")
+
+
+def test_public_constructors_reject_bad_device_names():
+    """The device arguments of lib's model and generator constructors go through check_device."""
+    from lib import induction, lm
+
+    with pytest.raises(ValueError, match="unknown device 'gpu'"):
+        induction.make_model(induction.InductionConfig(n_layers=1), seed=0, device="gpu")
+    with pytest.raises(ValueError, match="unknown device 'gpu'"):
+        induction.seeded_generator(0, "gpu")
+    with pytest.raises(ValueError, match="unknown device 'gpu'"):
+        lm.tiny_gpt2(lm.word_tokenizer(["a b c"]), device="gpu")
