@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -178,6 +179,31 @@ def prefix_matching_tokens(batch: int, generator: torch.Generator, config: Induc
 def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
     """A ``torch.Generator`` on ``device`` seeded with ``seed`` (evaluation sets are made from one)."""
     return torch.Generator(device=check_device(device)).manual_seed(seed)
+
+
+class EvalSets(NamedTuple):
+    """The fixed evaluation data that chapters 5-7 share (see :func:`eval_sets`)."""
+
+    tokens: torch.Tensor  # (n, seq_len) int64: repeated-segment sequences (the training distribution)
+    period: torch.Tensor  # (n,) int64: their segment lengths
+    mask: torch.Tensor  # (n, seq_len - 1) bool: where an induction head can predict (see repeat_mask)
+    prefix_tokens: torch.Tensor  # (64, ...) int64: the prefix-matching set
+    copy_tokens: torch.Tensor  # (25,) int64: random tokens for the copying score
+
+
+EVAL_SEED = 1234
+
+
+def eval_sets(config: InductionConfig = InductionConfig(), device: torch.device | str = "cpu", n: int = 256) -> EvalSets:
+    """The evaluation sets of chapters 5-7, drawn in one fixed order from one generator seeded with ``EVAL_SEED``.
+
+    Every chapter that scores heads or measures in-context learning uses these, so their numbers are comparable.
+    """
+    generator = seeded_generator(EVAL_SEED, device)
+    tokens, period = repeated_sequences(n, generator, config)
+    prefix_tokens = prefix_matching_tokens(64, generator, config)
+    copy_tokens = torch.randint(1, config.vocab, (25,), generator=generator, device=generator.device)
+    return EvalSets(tokens, period, repeat_mask(period, config), prefix_tokens, copy_tokens)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -160,3 +160,17 @@ def test_train_model_is_make_model_then_train():
     for key, value in by_hand.state_dict().items():
         assert torch.equal(model.state_dict()[key], value)
     assert ind.TRAINING.steps == 600 and ind.TRAINING.lr == 3e-3 and ind.TRAINING.batch_size == 32
+
+
+def test_eval_sets_are_fixed_and_drawn_in_chapter_order():
+    """eval_sets is the recipe chapters 5-7 share: one seeded generator, repeated sequences, prefix set, copy tokens."""
+    config = ind.InductionConfig()
+    sets = ind.eval_sets(config, "cpu", n=16)
+    g = ind.seeded_generator(ind.EVAL_SEED, "cpu")
+    tokens, period = ind.repeated_sequences(16, g, config)
+    assert torch.equal(sets.tokens, tokens) and torch.equal(sets.period, period)
+    assert torch.equal(sets.mask, ind.repeat_mask(period, config))
+    assert torch.equal(sets.prefix_tokens, ind.prefix_matching_tokens(64, g, config))
+    assert torch.equal(sets.copy_tokens, torch.randint(1, config.vocab, (25,), generator=g))
+    again = ind.eval_sets(config, "cpu", n=16)
+    assert all(torch.equal(a, b) for a, b in zip(sets, again))
