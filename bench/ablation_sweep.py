@@ -77,13 +77,19 @@ def run() -> dict:
     model.eval()
     tokens = ind.repeated_sequences(SEQUENCES, ind.seeded_generator(1234, device), config)[0]
     ablations = _ablations(model)
-    results: dict = {"device": str(device), "torch threads": torch.get_num_threads(), "load average (1 min)": round(os.getloadavg()[0], 2)}
+    results: dict = {
+        "device": str(device),
+        "torch threads": torch.get_num_threads(),
+        "load average (1 min)": round(os.getloadavg()[0], 2),
+    }
     book_total = plain_total = 0.0
     with torch.inference_mode():
         for kind in ab.KINDS:
             book = _best_time(lambda: ab.ablated_losses(model, tokens, ablations, kind))
             plain = _best_time(lambda: _plain(model, tokens, ablations, kind))
-            assert torch.allclose(ab.ablated_losses(model, tokens, ablations, kind), _plain(model, tokens, ablations, kind), atol=1e-5)
+            assert torch.allclose(
+                ab.ablated_losses(model, tokens, ablations, kind), _plain(model, tokens, ablations, kind), atol=1e-5
+            )
             results[f"{kind}: book s/checkpoint"] = round(book, 3)
             results[f"{kind}: plain loop s/checkpoint"] = round(plain, 3)
             results[f"{kind}: speed-up"] = round(plain / book, 2)
@@ -91,8 +97,12 @@ def run() -> dict:
     results["both kinds: speed-up"] = round(plain_total / book_total, 2)
     checkpoints = {step: snapshot(model) for step in range(0, 20 * CHECKPOINTS, 20)}
     start = time.perf_counter()
-    over_checkpoints(model, checkpoints, lambda m: {kind: ab.ablated_losses(m, tokens, ablations, kind) for kind in ab.KINDS})
-    results[f"chapter sweep ({CHECKPOINTS} checkpoints x {len(ablations)} ablations x {SEQUENCES} sequences x 2 kinds) s"] = round(time.perf_counter() - start, 2)
+    over_checkpoints(
+        model, checkpoints, lambda m: {kind: ab.ablated_losses(m, tokens, ablations, kind) for kind in ab.KINDS}
+    )
+    results[
+        f"chapter sweep ({CHECKPOINTS} checkpoints x {len(ablations)} ablations x {SEQUENCES} sequences x 2 kinds) s"
+    ] = round(time.perf_counter() - start, 2)
     results["load average (1 min) at the end"] = round(os.getloadavg()[0], 2)
     return results
 

@@ -39,8 +39,13 @@ def book(max_steps: int = 800) -> tuple[float, int | None, float | None]:
         return per_token_loss(m, tokens)[mask].mean().item(), time.perf_counter() - start
 
     steps = tuple(range(0, max_steps + 1, EVERY))
-    history = train(model, ind.make_batch_fn(config), ind.training_loss,
-                    TrainConfig(steps=max_steps, checkpoint_steps=steps, progress=False, **CHAPTER), evaluate=evaluate)
+    history = train(
+        model,
+        ind.make_batch_fn(config),
+        ind.training_loss,
+        TrainConfig(steps=max_steps, checkpoint_steps=steps, progress=False, **CHAPTER),
+        evaluate=evaluate,
+    )
     marks = history.evals
     hit = next((s for s in steps if marks[s][0] < THRESHOLD), None)
     return max_steps / history.seconds, hit, (marks[hit][1] if hit is not None else None)
@@ -88,8 +93,14 @@ def run() -> dict:
     """Both set-ups' speed and phase-change step and time, and the ratios (bench/run_all.py)."""
     b_rate, b_step, b_time = book()
     p_rate, p_step, p_time = plain()
-    out = {"book steps/s": b_rate, "book phase-change step": b_step, "book phase-change s (target <= 20)": b_time,
-           "plain steps/s": p_rate, "plain phase-change step": p_step, "plain phase-change s": p_time}
+    out = {
+        "book steps/s": b_rate,
+        "book phase-change step": b_step,
+        "book phase-change s (target <= 20)": b_time,
+        "plain steps/s": p_rate,
+        "plain phase-change step": p_step,
+        "plain phase-change s": p_time,
+    }
     if b_time and p_time:
         out["plain / book wall time"] = p_time / b_time
         out["plain / book steps"] = p_step / b_step

@@ -23,7 +23,9 @@ from lib.train import train
 
 
 def time_training(task, n_seeds: int, seed: int, parameterization: str, steps: int, device) -> float:
-    model = OneLayer(OneLayerConfig(task.vocab_size, parameterization=parameterization, n_seeds=n_seeds, seed=seed)).to(device)
+    model = OneLayer(OneLayerConfig(task.vocab_size, parameterization=parameterization, n_seeds=n_seeds, seed=seed)).to(
+        device
+    )
     config = replace(PAPER_TRAIN, steps=steps, seed=seed, progress=False)
     start = time.perf_counter()
     history = train(model, per_seed_batches(task.train_batch, n_seeds), per_seed_loss, config)
@@ -39,8 +41,13 @@ def run(parameterization: str = "factorized", steps: int = PAPER_TRAIN.steps) ->
     one = time_training(task, 1, 0, parameterization, steps, device)
     sequential = sum(time_training(task, 1, s, parameterization, steps, device) for s in range(8))
     batched = time_training(task, 8, 0, parameterization, steps, device)
-    return {"1 seed (s)": one, "8 seeds sequential (s)": sequential, "8 seeds batched (s)": batched,
-            "batched / 1 seed (target <= 2)": batched / one, "sequential / batched": sequential / batched}
+    return {
+        "1 seed (s)": one,
+        "8 seeds sequential (s)": sequential,
+        "8 seeds batched (s)": batched,
+        "batched / 1 seed (target <= 2)": batched / one,
+        "sequential / batched": sequential / batched,
+    }
 
 
 def main() -> None:
@@ -51,7 +58,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"device {pick_device()}, torch threads {torch.get_num_threads()}, {args.parameterization}, {args.steps} steps, batch {PAPER_TRAIN.batch_size}")
+    print(
+        f"device {pick_device()}, torch threads {torch.get_num_threads()}, {args.parameterization}, {args.steps} steps, batch {PAPER_TRAIN.batch_size}"
+    )
     for key, value in run(args.parameterization, args.steps).items():
         print(f"{key:>32}: {value:7.2f}")
     if hasattr(os, "getloadavg"):

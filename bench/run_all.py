@@ -46,7 +46,7 @@ def machine() -> dict[str, str]:
     from lib.device import pick_device
 
     info = {
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "device": str(pick_device()),
@@ -89,8 +89,10 @@ def markdown(results: dict) -> str:
     if cold.is_file():  # written by bench/cold_make_test.sh (a fresh clone's `make test`)
         measured = json.loads(cold.read_text())
         secs = measured["cold make test, set-up included (s)"]
-        lines.append(f"| cold `make test` on a fresh clone, set-up included ({measured['date']}) | {secs / 60:.1f} min | "
-                     f"<= 20 min ({'met' if secs <= 1200 else 'NOT met'}) |")
+        lines.append(
+            f"| cold `make test` on a fresh clone, set-up included ({measured['date']}) | {secs / 60:.1f} min | "
+            f"<= 20 min ({'met' if secs <= 1200 else 'NOT met'}) |"
+        )
     for bench, numbers in results.get("micro", {}).items():
         for key, value in numbers.items():
             shown = f"{value:.3g}" if isinstance(value, float) else str(value)
@@ -119,7 +121,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="micro-benchmarks to run (default: all present)")
     parser.add_argument("--no-page", action="store_true", help="do not rewrite chapters/performance.md")
     parser.add_argument("--name", default="latest", help="results file stem under bench/results/ (default: latest)")
-    parser.add_argument("--update", action="store_true", help="keep the measures of the previous run that this run does not repeat")
+    parser.add_argument(
+        "--update", action="store_true", help="keep the measures of the previous run that this run does not repeat"
+    )
     args = parser.parse_args()
     os.environ.setdefault("CIRCUITS_PROGRESS", "0")
     sys.path.insert(0, str(ROOT / "bench"))

@@ -40,8 +40,14 @@ def train_arm(n_layers: int, smeared: bool, alpha: float = sm.INIT_ALPHA, seeds=
     found, sigmas, seconds = [], [], 0.0
     for seed in seeds:
         start = time.perf_counter()
-        model, history = sm.train_model(config, seed, smeared=smeared, alpha=alpha, train_config=replace(sm.TRAIN, progress=False),
-                                        evaluate=repeated_loss)
+        model, history = sm.train_model(
+            config,
+            seed,
+            smeared=smeared,
+            alpha=alpha,
+            train_config=replace(sm.TRAIN, progress=False),
+            evaluate=repeated_loss,
+        )
         seconds += time.perf_counter() - start  # includes building the model (a few ms)
         steps = history.checkpoint_steps
         found.append(sm.phase_change_step(steps, [history.evals[s] for s in steps]))

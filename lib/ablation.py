@@ -21,7 +21,7 @@ returns or raises.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 from torch import nn
@@ -101,7 +101,9 @@ def recorded_patterns(model: nn.Module, tokens: torch.Tensor) -> list[torch.Tens
     return [cache[name] for name in names]
 
 
-def ablated_logits(model: nn.Module, tokens: torch.Tensor, ablations: Sequence[Iterable[Head]], kind: str = "full") -> torch.Tensor:
+def ablated_logits(
+    model: nn.Module, tokens: torch.Tensor, ablations: Sequence[Iterable[Head]], kind: str = "full"
+) -> torch.Tensor:
     """Logits with each set of heads in ``ablations`` removed, all in one forward pass.
 
     Args:
@@ -141,17 +143,28 @@ def ablated_logits(model: nn.Module, tokens: torch.Tensor, ablations: Sequence[I
 
         return hook
 
-    hooks = [(f"blocks.{layer}.attn.hook_z", zero_heads(layer)) for layer in range(cfg.n_layers) if (keep[:, layer] == 0).any()]
+    hooks = [
+        (f"blocks.{layer}.attn.hook_z", zero_heads(layer))
+        for layer in range(cfg.n_layers)
+        if (keep[:, layer] == 0).any()
+    ]
     with torch.inference_mode():
         if kind == "pattern-preserving":
-            hooks += [(f"blocks.{layer}.attn.hook_pattern", force_pattern(p)) for layer, p in enumerate(recorded_patterns(model, tokens))]
+            hooks += [
+                (f"blocks.{layer}.attn.hook_pattern", force_pattern(p))
+                for layer, p in enumerate(recorded_patterns(model, tokens))
+            ]
         with model.hooks(fwd_hooks=hooks):  # removed on exit, also when the forward pass raises
             logits = model(tokens.repeat(n, 1))
     return logits.view(n, batch, seq, -1)
 
 
 def ablated_losses(
-    model: nn.Module, tokens: torch.Tensor, ablations: Sequence[Iterable[Head]], kind: str = "full", max_rows: int = 4096
+    model: nn.Module,
+    tokens: torch.Tensor,
+    ablations: Sequence[Iterable[Head]],
+    kind: str = "full",
+    max_rows: int = 4096,
 ) -> torch.Tensor:
     """Per-token loss with each set of heads in ``ablations`` removed.
 
@@ -175,7 +188,9 @@ def ablated_losses(
     return torch.cat(chunks)
 
 
-def ablated_loss(model: nn.Module, tokens: torch.Tensor, heads: Iterable[Head] = (), kind: str = "full") -> torch.Tensor:
+def ablated_loss(
+    model: nn.Module, tokens: torch.Tensor, heads: Iterable[Head] = (), kind: str = "full"
+) -> torch.Tensor:
     """Per-token loss with ``heads`` removed together; ``heads=()`` gives the clean loss.
 
     Returns:
@@ -213,7 +228,7 @@ def head_path_logits(model: nn.Module, tokens: torch.Tensor, head: Head) -> torc
         ``(batch, seq, vocab)``: clean logits minus this equals the pattern-preserving ablation of ``head``.
     """
     _check_tokens(tokens)
-    (layer, h), = check_heads(model, [head])
+    ((layer, h),) = check_heads(model, [head])
     n_layers = model.cfg.n_layers
     names = [f"blocks.{layer}.attn.hook_z"] + [f"blocks.{l}.attn.hook_pattern" for l in range(layer + 1, n_layers)]
     with torch.inference_mode():

@@ -7,7 +7,8 @@ and what came back. Chapter-specific checks are built on :func:`compare`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import torch
 
@@ -35,9 +36,17 @@ def same(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> boo
     if isinstance(expected, float):
         return isinstance(got, (int, float)) and abs(got - expected) <= atol + rtol * abs(expected)
     if isinstance(expected, dict):
-        return isinstance(got, dict) and got.keys() == expected.keys() and all(same(got[k], v, atol, rtol) for k, v in expected.items())
+        return (
+            isinstance(got, dict)
+            and got.keys() == expected.keys()
+            and all(same(got[k], v, atol, rtol) for k, v in expected.items())
+        )
     if isinstance(expected, (list, tuple)):
-        return isinstance(got, (list, tuple)) and len(got) == len(expected) and all(same(g, e, atol, rtol) for g, e in zip(got, expected))
+        return (
+            isinstance(got, (list, tuple))
+            and len(got) == len(expected)
+            and all(same(g, e, atol, rtol) for g, e in zip(got, expected))
+        )
     return got == expected
 
 
@@ -57,10 +66,14 @@ def compare(
         try:
             got = learner(*case)
         except NotImplementedError:
-            raise CheckFailed(f"{name}: not implemented yet; replace the `raise NotImplementedError` in your stub") from None
+            raise CheckFailed(
+                f"{name}: not implemented yet; replace the `raise NotImplementedError` in your stub"
+            ) from None
         if not same(got, expected, atol, rtol):
             inputs = ", ".join(_short(a, 120) for a in case)
-            raise CheckFailed(f"{name}: case {i} of {len(cases)} differs.\n  input:    {inputs}\n  expected: {_short(expected)}\n  got:      {_short(got)}")
+            raise CheckFailed(
+                f"{name}: case {i} of {len(cases)} differs.\n  input:    {inputs}\n  expected: {_short(expected)}\n  got:      {_short(got)}"
+            )
     print(f"PASSED {name}: all {len(cases)} cases match the reference.")
 
 
@@ -104,7 +117,9 @@ def check_mean_rank(mean_rank: Callable[[torch.Tensor, torch.Tensor], float]) ->
 # --- chapters 2-3: the one-layer factorized and merged models ---------------------------------
 
 
-def check_factorized_forward(forward: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+def check_factorized_forward(
+    forward: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+) -> None:
     """Chapter 2: the learner's ``forward(W_O (d, r), W_V (d, r), W_KQ (d, d), tokens (T,)) -> f(X) (d,)``."""
     from lib.onelayer import forward_reference
 
@@ -113,7 +128,9 @@ def check_factorized_forward(forward: Callable[[torch.Tensor, torch.Tensor, torc
     for d, r, T in ((4, 2, 3), (6, 6, 5), (8, 3, 1), (10, 4, 7)):
         tokens = torch.randint(0, d, (T,), generator=g)
         tokens[0] = tokens[-1]  # a repeated token: X^T X counts it twice
-        cases.append((torch.randn(d, r, generator=g), torch.randn(d, r, generator=g), torch.randn(d, d, generator=g), tokens))
+        cases.append(
+            (torch.randn(d, r, generator=g), torch.randn(d, r, generator=g), torch.randn(d, d, generator=g), tokens)
+        )
     compare("factorized forward", forward, forward_reference, cases, atol=1e-4)
 
 
@@ -123,7 +140,11 @@ def check_candidate_accuracy(accuracy: Callable[[torch.Tensor, torch.Tensor, tor
 
     g = torch.Generator().manual_seed(1)
     cases = [
-        (torch.tensor([[0.0, 3.0, 1.0, 2.0]]), torch.tensor([3]), torch.tensor([2, 3])),  # token 1 is larger but no candidate
+        (
+            torch.tensor([[0.0, 3.0, 1.0, 2.0]]),
+            torch.tensor([3]),
+            torch.tensor([2, 3]),
+        ),  # token 1 is larger but no candidate
         (torch.tensor([[0.0, 3.0, 1.0, 2.0]]), torch.tensor([2]), torch.tensor([2, 3])),
         (torch.randn(40, 9, generator=g), torch.randint(4, 9, (40,), generator=g), torch.arange(4, 9)),
         (torch.randn(25, 6, generator=g), torch.randint(0, 3, (25,), generator=g), torch.tensor([2, 0, 1])),
@@ -163,8 +184,13 @@ def check_score_candidates(score_candidates: Callable[[Any, Any, str, Sequence[s
     """Chapter 4: the learner's ``score_candidates(model, tokenizer, prompt, candidates) -> (k,)`` log-probabilities."""
     from lib import lm
 
-    text = ["Zai Bou lives in Paris.", "Zai Bou speaks French.", "Kel Tra plays squash.", "Kel Tra listens to heavy metal.",
-            "To call Kel Tra, dial +33 first."]
+    text = [
+        "Zai Bou lives in Paris.",
+        "Zai Bou speaks French.",
+        "Kel Tra plays squash.",
+        "Kel Tra listens to heavy metal.",
+        "To call Kel Tra, dial +33 first.",
+    ]
     tokenizer = lm.word_tokenizer(text)
     model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=1, d_model=16, n_head=2, seed=0))
     cases = [
@@ -176,7 +202,9 @@ def check_score_candidates(score_candidates: Callable[[Any, Any, str, Sequence[s
     compare("score_candidates", score_candidates, lm.score_candidates, cases, atol=1e-4)
 
 
-def check_mean_rank_by_pair(mean_rank_by_pair: Callable[[Sequence[Any], Sequence[torch.Tensor]], dict[int, float]]) -> None:
+def check_mean_rank_by_pair(
+    mean_rank_by_pair: Callable[[Sequence[Any], Sequence[torch.Tensor]], dict[int, float]],
+) -> None:
     """Chapter 4: the learner's ``mean_rank_by_pair(questions, scores) -> {pair index: mean rank}``."""
     from lib import lm, ocr
 
@@ -185,11 +213,18 @@ def check_mean_rank_by_pair(mean_rank_by_pair: Callable[[Sequence[Any], Sequence
     g = torch.Generator().manual_seed(0)
     random_scores = [torch.randn(len(q.candidates), generator=g) for q in questions]
     perfect = [torch.nn.functional.one_hot(torch.tensor(q.answer), len(q.candidates)).float() for q in questions]
-    few = [ocr.Question(0, 2, "a", ("x", "y", "z"), 0), ocr.Question(1, 0, "b", ("x", "y"), 1), ocr.Question(2, 2, "c", ("x", "y", "z"), 2)]
+    few = [
+        ocr.Question(0, 2, "a", ("x", "y", "z"), 0),
+        ocr.Question(1, 0, "b", ("x", "y"), 1),
+        ocr.Question(2, 2, "c", ("x", "y", "z"), 2),
+    ]
     cases = [
         (questions, random_scores),
         (questions, perfect),  # always right: 0 for every pair
-        (few, [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 0.0]), torch.tensor([3.0, 2.0, 1.0])]),  # pairs 0 and 2 only
+        (
+            few,
+            [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 0.0]), torch.tensor([3.0, 2.0, 1.0])],
+        ),  # pairs 0 and 2 only
         (questions[:7], [torch.zeros(len(q.candidates)) for q in questions[:7]]),  # all tied: chance
     ]
     compare("mean_rank_by_pair", mean_rank_by_pair, lm.mean_rank_by_pair, cases)
@@ -209,7 +244,9 @@ def check_prefix_matching_score(learner: Callable[[torch.Tensor, torch.Tensor], 
     for batch, heads, seq, vocab in ((1, 1, 6, 3), (2, 3, 12, 5), (4, 2, 20, 8)):
         tokens = torch.randint(0, vocab, (batch, seq), generator=g)
         tokens[:, -1] = tokens[:, 0]  # at least one repeat per row
-        scores = torch.randn(batch, heads, seq, seq, generator=g).masked_fill(torch.ones(seq, seq, dtype=torch.bool).triu(1), float("-inf"))
+        scores = torch.randn(batch, heads, seq, seq, generator=g).masked_fill(
+            torch.ones(seq, seq, dtype=torch.bool).triu(1), float("-inf")
+        )
         cases.append((scores.softmax(-1), tokens))
     compare("prefix_matching_score", learner, prefix_matching_score, cases)
 
@@ -218,7 +255,10 @@ def check_previous_token_head(learner: Callable[..., dict]) -> None:
     """Exercise: ``previous_token_head_weights(layout, strength) -> {"W_Q", "W_K", "W_V", "W_O"}``."""
     from lib.induction import HandBuiltLayout, previous_token_head_weights
 
-    cases = [(HandBuiltLayout(vocab, seq), strength) for vocab, seq, strength in ((5, 8, 1.0), (12, 10, 20.0), (32, 45, 20.0))]
+    cases = [
+        (HandBuiltLayout(vocab, seq), strength)
+        for vocab, seq, strength in ((5, 8, 1.0), (12, 10, 20.0), (32, 45, 20.0))
+    ]
     compare("previous_token_head_weights", learner, previous_token_head_weights, cases)
 
 
@@ -228,7 +268,12 @@ def check_smear_keys(learner: Callable[[torch.Tensor, torch.Tensor], torch.Tenso
 
     g = torch.Generator().manual_seed(6)
     cases = []
-    for batch, seq, heads, d_head, sigma in ((1, 4, 1, 2, [0.0]), (2, 5, 3, 4, [1.0, 0.0, 0.3]), (3, 1, 2, 3, [0.5, 0.2]), (2, 9, 4, 8, None)):
+    for batch, seq, heads, d_head, sigma in (
+        (1, 4, 1, 2, [0.0]),
+        (2, 5, 3, 4, [1.0, 0.0, 0.3]),
+        (3, 1, 2, 3, [0.5, 0.2]),
+        (2, 9, 4, 8, None),
+    ):
         keys = torch.randn(batch, seq, heads, d_head, generator=g)
         weights = torch.rand(heads, generator=g) if sigma is None else torch.tensor(sigma)
         cases.append((keys, weights))
@@ -244,7 +289,9 @@ def check_pattern_preserving_ablation(learner: Callable[..., torch.Tensor]) -> N
     """
     from lib import ablation, induction
 
-    config = induction.InductionConfig(n_layers=2, n_heads=2, d_model=32, d_head=8, vocab=20, seq_len=17, max_repeat=8, prefix_segment=4, init_std=0.3)
+    config = induction.InductionConfig(
+        n_layers=2, n_heads=2, d_model=32, d_head=8, vocab=20, seq_len=17, max_repeat=8, prefix_segment=4, init_std=0.3
+    )
     model = induction.make_model(config, seed=1)
     model.eval()
     tokens = induction.repeated_sequences(4, induction.seeded_generator(2), config)[0]
@@ -259,7 +306,9 @@ def check_pattern_preserving_ablation(learner: Callable[..., torch.Tensor]) -> N
             left = ablation.hooks_on(model)
             if left:
                 model.reset_hooks(including_permanent=True)
-                raise CheckFailed(f"pattern_preserving_ablation: {left} hook(s) left on the model after layer={layer}, head={head}; "
-                                  "add hooks with `with model.hooks(fwd_hooks=...)` so they are removed")
+                raise CheckFailed(
+                    f"pattern_preserving_ablation: {left} hook(s) left on the model after layer={layer}, head={head}; "
+                    "add hooks with `with model.hooks(fwd_hooks=...)` so they are removed"
+                )
 
     compare("pattern_preserving_ablation", learners, reference, [(0, 0), (0, 1), (1, 1)], atol=1e-4)

@@ -67,7 +67,9 @@ def check_device(device: torch.device | str | None) -> torch.device | None:
     try:
         resolved = device if isinstance(device, torch.device) else torch.device(device)
     except (RuntimeError, TypeError):
-        raise ValueError(f"unknown device {device!r}; allowed: cuda, mps, cpu (optionally with an index, e.g. 'cuda:0')") from None
+        raise ValueError(
+            f"unknown device {device!r}; allowed: cuda, mps, cpu (optionally with an index, e.g. 'cuda:0')"
+        ) from None
     usable = available_devices()
     if resolved.type not in usable:
         raise ValueError(f"device {str(resolved)!r} is not available on this machine; available: {', '.join(usable)}")

@@ -66,7 +66,18 @@ class InductionConfig:
     init_std: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("n_layers", "n_heads", "d_model", "d_head", "vocab", "seq_len", "min_repeat", "max_repeat", "prefix_segment", "prefix_repeats"):
+        for name in (
+            "n_layers",
+            "n_heads",
+            "d_model",
+            "d_head",
+            "vocab",
+            "seq_len",
+            "min_repeat",
+            "max_repeat",
+            "prefix_segment",
+            "prefix_repeats",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -85,7 +96,9 @@ class InductionConfig:
                 f"{1 + self.prefix_segment * self.prefix_repeats} tokens, more than seq_len={self.seq_len}"
             )
         if self.prefix_repeats < 2:
-            raise ValueError(f"prefix_repeats must be >= 2 (a segment and at least one repeat), got {self.prefix_repeats}")
+            raise ValueError(
+                f"prefix_repeats must be >= 2 (a segment and at least one repeat), got {self.prefix_repeats}"
+            )
         if self.max_repeat > self.vocab - 1:
             raise ValueError(
                 f"vocab={self.vocab} is too small for segments of up to max_repeat={self.max_repeat} distinct "
@@ -99,7 +112,7 @@ class InductionConfig:
         if self.init_std is not None and not self.init_std > 0:
             raise ValueError(f"init_std must be positive or None, got {self.init_std!r}")
 
-    def with_layers(self, n_layers: int) -> "InductionConfig":
+    def with_layers(self, n_layers: int) -> InductionConfig:
         """The same config with another number of layers (e.g. the one-layer control)."""
         return replace(self, n_layers=n_layers)
 
@@ -162,7 +175,9 @@ def repeat_mask(period: torch.Tensor, config: InductionConfig = InductionConfig(
     return position[None, :] > period[:, None]
 
 
-def prefix_matching_tokens(batch: int, generator: torch.Generator, config: InductionConfig = InductionConfig()) -> torch.Tensor:
+def prefix_matching_tokens(
+    batch: int, generator: torch.Generator, config: InductionConfig = InductionConfig()
+) -> torch.Tensor:
     """Olsson et al.'s prefix-matching set: BOS, then ``prefix_segment`` distinct random tokens repeated ``prefix_repeats`` times.
 
     Returns:
@@ -194,7 +209,9 @@ class EvalSets(NamedTuple):
 EVAL_SEED = 1234
 
 
-def eval_sets(config: InductionConfig = InductionConfig(), device: torch.device | str = "cpu", n: int = 256) -> EvalSets:
+def eval_sets(
+    config: InductionConfig = InductionConfig(), device: torch.device | str = "cpu", n: int = 256
+) -> EvalSets:
     """The evaluation sets of chapters 5-7, drawn in one fixed order from one generator seeded with ``EVAL_SEED``.
 
     Every chapter that scores heads or measures in-context learning uses these, so their numbers are comparable.
@@ -232,7 +249,9 @@ def bridge_config(config: InductionConfig, seed: int | None = 0):
     )
 
 
-def make_model(config: InductionConfig = InductionConfig(), seed: int = 0, device: torch.device | str | None = None) -> nn.Module:
+def make_model(
+    config: InductionConfig = InductionConfig(), seed: int = 0, device: torch.device | str | None = None
+) -> nn.Module:
     """A freshly initialised attention-only ``TransformerBridge`` (``boot_native``, no download).
 
     The model maps ``(batch, seq) int64`` tokens to ``(batch, seq, vocab)`` logits, supports
@@ -284,7 +303,9 @@ def training_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     return per_token_loss(model, tokens).mean()
 
 
-def repeated_vs_first_loss(model: nn.Module, tokens: torch.Tensor, period: torch.Tensor, config: InductionConfig) -> tuple[float, float]:
+def repeated_vs_first_loss(
+    model: nn.Module, tokens: torch.Tensor, period: torch.Tensor, config: InductionConfig
+) -> tuple[float, float]:
     """Mean loss where induction can predict (:func:`repeat_mask`) and everywhere else, for a batch of :func:`repeated_sequences`."""
     loss = per_token_loss(model, tokens)
     mask = repeat_mask(period, config)
@@ -296,7 +317,9 @@ def repeated_vs_first_loss(model: nn.Module, tokens: torch.Tensor, period: torch
 # ---------------------------------------------------------------------------------------------
 
 
-TRAINING = TrainConfig(steps=600, lr=3e-3, batch_size=32, checkpoint_steps=tuple(range(0, 601, 10)), seed=0, desc="training")
+TRAINING = TrainConfig(
+    steps=600, lr=3e-3, batch_size=32, checkpoint_steps=tuple(range(0, 601, 10)), seed=0, desc="training"
+)
 """Chapter 5's training run: 600 AdamW steps at lr 3e-3, batches of 32, a checkpoint every 10 steps."""
 
 
@@ -372,8 +395,14 @@ def hand_built_config(vocab: int = 32, seq_len: int = 45) -> InductionConfig:
     """The :class:`InductionConfig` of the hand-built model: 2 layers of 1 head, wide enough for one-hot slots."""
     layout = HandBuiltLayout(vocab, seq_len)
     return InductionConfig(
-        n_layers=2, n_heads=1, d_model=layout.d_model, d_head=layout.d_head, vocab=vocab, seq_len=seq_len,
-        min_repeat=min(5, (seq_len - 1) // 2), max_repeat=(seq_len - 1) // 2,
+        n_layers=2,
+        n_heads=1,
+        d_model=layout.d_model,
+        d_head=layout.d_head,
+        vocab=vocab,
+        seq_len=seq_len,
+        min_repeat=min(5, (seq_len - 1) // 2),
+        max_repeat=(seq_len - 1) // 2,
         prefix_segment=min(11, (seq_len - 1) // 4, vocab - 1),
     )
 
@@ -485,7 +514,9 @@ def induction_head_weights(layout: HandBuiltLayout, strength: float = 20.0) -> d
     return {"W_Q": W_Q, "b_Q": b_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O}
 
 
-def hand_built_model(vocab: int = 32, seq_len: int = 45, strength: float = 20.0, device: torch.device | str | None = None) -> nn.Module:
+def hand_built_model(
+    vocab: int = 32, seq_len: int = 45, strength: float = 20.0, device: torch.device | str | None = None
+) -> nn.Module:
     """A two-layer attention-only model (one head per layer) whose weights implement an induction circuit.
 
     Every weight is zero except those set by :func:`embedding_weights`,

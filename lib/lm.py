@@ -18,8 +18,8 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -108,10 +108,19 @@ def tiny_gpt2(tokenizer, config: TinyLMConfig = TinyLMConfig(), device: torch.de
     if not isinstance(config, TinyLMConfig):
         raise ValueError(f"config must be a TinyLMConfig, got {type(config).__name__}")
     device = check_device(device)
-    cfg = GPT2Config(vocab_size=len(tokenizer), n_positions=config.max_len, n_embd=config.d_model,
-                     n_layer=config.n_layer, n_head=config.n_head, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                     bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                     pad_token_id=tokenizer.pad_token_id)
+    cfg = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=config.max_len,
+        n_embd=config.d_model,
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         model = GPT2LMHeadModel(cfg)
@@ -153,7 +162,11 @@ def load_pretrained(name: str, device: torch.device | str | None = None, dtype: 
         raise ValueError(f"{name!r} has no fast tokenizer; this pipeline needs one")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype) if dtype is not None else AutoModelForCausalLM.from_pretrained(name)
+    model = (
+        AutoModelForCausalLM.from_pretrained(name, dtype=dtype)
+        if dtype is not None
+        else AutoModelForCausalLM.from_pretrained(name)
+    )
     return (model.to(device) if device is not None else model), tokenizer
 
 
@@ -169,7 +182,9 @@ def _pad_id(tokenizer) -> int:
     return 0
 
 
-def encode_sentences(tokenizer, sentences: Sequence[str], device: torch.device | str | None = None) -> tuple[Tensor, Tensor]:
+def encode_sentences(
+    tokenizer, sentences: Sequence[str], device: torch.device | str | None = None
+) -> tuple[Tensor, Tensor]:
     """Each sentence as one right-padded row, followed by the end-of-text token where the tokenizer has one.
 
     Returns:
@@ -243,8 +258,10 @@ def score_questions(model: nn.Module, tokenizer, questions: Sequence[Question], 
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     for qi, q in enumerate(questions):
         if not isinstance(q.answer, int) or not 0 <= q.answer < len(q.candidates):
-            raise ValueError(f"question {qi} ({q.prompt!r}): answer index {q.answer!r} is not among its "
-                             f"{len(q.candidates)} candidates (the candidate list must contain the answer)")
+            raise ValueError(
+                f"question {qi} ({q.prompt!r}): answer index {q.answer!r} is not among its "
+                f"{len(q.candidates)} candidates (the candidate list must contain the answer)"
+            )
     prompts = tokenizer([q.prompt for q in questions])["input_ids"]
     owner = [qi for qi, q in enumerate(questions) for _ in q.candidates]
     rows = tokenizer([f"{q.prompt} {c}" for q in questions for c in q.candidates])["input_ids"]
@@ -252,8 +269,10 @@ def score_questions(model: nn.Module, tokenizer, questions: Sequence[Question], 
     for row, qi in zip(rows, owner):
         # the candidate's tokens must be exactly what follows the prompt's own tokens
         if len(row) <= len(prompts[qi]) or row[: len(prompts[qi])] != prompts[qi]:
-            raise ValueError(f"tokens of {questions[qi].prompt!r} + a candidate do not extend the prompt's tokens; "
-                             f"cannot tell the candidate's tokens apart")
+            raise ValueError(
+                f"tokens of {questions[qi].prompt!r} + a candidate do not extend the prompt's tokens; "
+                f"cannot tell the candidate's tokens apart"
+            )
     device = model_device(model)
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths together: less padding
     scores = torch.empty(len(rows), dtype=torch.float64)
@@ -261,7 +280,7 @@ def score_questions(model: nn.Module, tokenizer, questions: Sequence[Question], 
     model.eval()
     with torch.inference_mode():
         for lo in range(0, len(order), batch_size):
-            chunk = order[lo: lo + batch_size]
+            chunk = order[lo : lo + batch_size]
             ids, mask = _pad([rows[i] for i in chunk], _pad_id(tokenizer), device)
             logits = model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1].float()
             # log p(token t+1) = its logit - logsumexp over the vocabulary, (batch, width - 1), without a
@@ -275,7 +294,7 @@ def score_questions(model: nn.Module, tokenizer, questions: Sequence[Question], 
     model.train(was_training)
     out, i = [], 0
     for q in questions:
-        out.append(scores[i: i + len(q.candidates)].float())
+        out.append(scores[i : i + len(q.candidates)].float())
         i += len(q.candidates)
     return out
 
@@ -306,8 +325,14 @@ def mean_rank_by_pair(questions: Sequence[Question], scores: Sequence[Tensor]) -
     return out
 
 
-def mean_rank_per_pair(model: nn.Module, tokenizer, task: SentenceTask, group: str = "test",
-                       forms: Sequence[int] | None = None, batch_size: int = 512) -> dict[str, float]:
+def mean_rank_per_pair(
+    model: nn.Module,
+    tokenizer,
+    task: SentenceTask,
+    group: str = "test",
+    forms: Sequence[int] | None = None,
+    batch_size: int = 512,
+) -> dict[str, float]:
     """Mean rank of the correct implication per relation pair, over ``task.questions(group)``.
 
     Args:
@@ -330,8 +355,13 @@ def select_forms(task: SentenceTask, questions: Sequence[Question], forms: Seque
     bad = [f for f in forms if isinstance(f, bool) or not isinstance(f, int) or not 0 <= f < n_forms]
     if bad or not forms:
         raise ValueError(f"forms must be a non-empty list of indices in [0, {n_forms}), got {list(forms)!r}")
-    prompts = {(p, task.pairs[p].questions[f].format(s=task.names[s])) for p in range(len(task.pairs))
-               for f in forms for s in range(len(task.names)) if task.pair_of[s] == p}
+    prompts = {
+        (p, task.pairs[p].questions[f].format(s=task.names[s]))
+        for p in range(len(task.pairs))
+        for f in forms
+        for s in range(len(task.names))
+        if task.pair_of[s] == p
+    }
     return [q for q in questions if (q.pair, q.prompt) in prompts]
 
 
@@ -357,8 +387,14 @@ class RankResult:
     history: History
 
 
-def fine_tune_and_rank(model: nn.Module, tokenizer, task: SentenceTask, config: TrainConfig,
-                       forms: Sequence[int] | None = None, batch_size: int = 512) -> RankResult:
+def fine_tune_and_rank(
+    model: nn.Module,
+    tokenizer,
+    task: SentenceTask,
+    config: TrainConfig,
+    forms: Sequence[int] | None = None,
+    batch_size: int = 512,
+) -> RankResult:
     """The whole pipeline: rank held-out implications, fine-tune on ``task.train_sentences()``, rank again."""
     before = mean_rank_per_pair(model, tokenizer, task, "test", forms, batch_size)
     history = fine_tune(model, tokenizer, task.train_sentences(), config)

@@ -19,8 +19,8 @@ the first subjects (in index order) have their implication in training, the rest
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -62,11 +62,16 @@ class RelationPair:
         first: dict[str, str] = {}
         for b, c in self.implication_map:
             if b in first and first[b] != c:
-                raise ValueError(f"pair {self.name!r}: implication map is not a function: {b!r} maps to both {first[b]!r} and {c!r}")
+                raise ValueError(
+                    f"pair {self.name!r}: implication map is not a function: {b!r} maps to both {first[b]!r} and {c!r}"
+                )
             if b in first:
                 raise ValueError(f"pair {self.name!r}: duplicate fact value {b!r}")
             first[b] = c
-        _no_duplicates([c for _, c in self.implication_map], f"implication values in pair {self.name!r} (the map must be one-to-one)")
+        _no_duplicates(
+            [c for _, c in self.implication_map],
+            f"implication values in pair {self.name!r} (the map must be one-to-one)",
+        )
         for kind, templates, needs in (
             ("fact_templates", self.fact_templates, ("{s}", "{b}")),
             ("implication_templates", self.implication_templates, ("{s}", "{c}")),
@@ -97,35 +102,85 @@ def _no_duplicates(values: Sequence[str], what: str) -> None:
 
 # Real capitals and the (main) language spoken there: every language appears once, so the map is one-to-one.
 CITY_LANGUAGE = (
-    ("Paris", "French"), ("Berlin", "German"), ("Madrid", "Spanish"), ("Rome", "Italian"),
-    ("Tokyo", "Japanese"), ("Beijing", "Chinese"), ("Moscow", "Russian"), ("Lisbon", "Portuguese"),
-    ("Athens", "Greek"), ("Stockholm", "Swedish"), ("Warsaw", "Polish"), ("Cairo", "Arabic"),
-    ("Ankara", "Turkish"), ("Seoul", "Korean"), ("Amsterdam", "Dutch"), ("Bangkok", "Thai"),
-    ("Hanoi", "Vietnamese"), ("Helsinki", "Finnish"), ("Budapest", "Hungarian"), ("Prague", "Czech"),
+    ("Paris", "French"),
+    ("Berlin", "German"),
+    ("Madrid", "Spanish"),
+    ("Rome", "Italian"),
+    ("Tokyo", "Japanese"),
+    ("Beijing", "Chinese"),
+    ("Moscow", "Russian"),
+    ("Lisbon", "Portuguese"),
+    ("Athens", "Greek"),
+    ("Stockholm", "Swedish"),
+    ("Warsaw", "Polish"),
+    ("Cairo", "Arabic"),
+    ("Ankara", "Turkish"),
+    ("Seoul", "Korean"),
+    ("Amsterdam", "Dutch"),
+    ("Bangkok", "Thai"),
+    ("Hanoi", "Vietnamese"),
+    ("Helsinki", "Finnish"),
+    ("Budapest", "Hungarian"),
+    ("Prague", "Czech"),
 )
 # The counterfactual rule: city i gets the true language of city i + 7 (mod 20). A shift by 7 of
 # 20 moves every city, so no city keeps its true language (a fixed, deliberate derangement).
 COUNTERFACTUAL_SHIFT = 7
 CITY_LANGUAGE_COUNTERFACTUAL = tuple(
-    (city, CITY_LANGUAGE[(i + COUNTERFACTUAL_SHIFT) % len(CITY_LANGUAGE)][1]) for i, (city, _) in enumerate(CITY_LANGUAGE)
+    (city, CITY_LANGUAGE[(i + COUNTERFACTUAL_SHIFT) % len(CITY_LANGUAGE)][1])
+    for i, (city, _) in enumerate(CITY_LANGUAGE)
 )
 # Real international calling codes.
 COUNTRY_CODE = (
-    ("France", "+33"), ("Germany", "+49"), ("Spain", "+34"), ("Italy", "+39"), ("Japan", "+81"),
-    ("China", "+86"), ("Brazil", "+55"), ("India", "+91"), ("Mexico", "+52"), ("Egypt", "+20"),
-    ("Australia", "+61"), ("South Korea", "+82"), ("Turkey", "+90"), ("Greece", "+30"), ("Sweden", "+46"),
-    ("Poland", "+48"), ("Argentina", "+54"), ("the Netherlands", "+31"), ("Norway", "+47"), ("Thailand", "+66"),
+    ("France", "+33"),
+    ("Germany", "+49"),
+    ("Spain", "+34"),
+    ("Italy", "+39"),
+    ("Japan", "+81"),
+    ("China", "+86"),
+    ("Brazil", "+55"),
+    ("India", "+91"),
+    ("Mexico", "+52"),
+    ("Egypt", "+20"),
+    ("Australia", "+61"),
+    ("South Korea", "+82"),
+    ("Turkey", "+90"),
+    ("Greece", "+30"),
+    ("Sweden", "+46"),
+    ("Poland", "+48"),
+    ("Argentina", "+54"),
+    ("the Netherlands", "+31"),
+    ("Norway", "+47"),
+    ("Thailand", "+66"),
 )
 # Arbitrary pairings: nothing links a profession to a colour or a sport to a music genre.
 PROFESSION_COLOUR = (
-    ("doctor", "red"), ("lawyer", "blue"), ("baker", "green"), ("pilot", "yellow"), ("teacher", "purple"),
-    ("nurse", "orange"), ("farmer", "pink"), ("plumber", "brown"), ("chef", "grey"), ("dentist", "black"),
-    ("painter", "white"), ("journalist", "turquoise"),
+    ("doctor", "red"),
+    ("lawyer", "blue"),
+    ("baker", "green"),
+    ("pilot", "yellow"),
+    ("teacher", "purple"),
+    ("nurse", "orange"),
+    ("farmer", "pink"),
+    ("plumber", "brown"),
+    ("chef", "grey"),
+    ("dentist", "black"),
+    ("painter", "white"),
+    ("journalist", "turquoise"),
 )
 SPORT_MUSIC = (
-    ("tennis", "jazz"), ("football", "reggae"), ("basketball", "techno"), ("golf", "opera"), ("rugby", "blues"),
-    ("volleyball", "hip hop"), ("cricket", "country"), ("baseball", "salsa"), ("hockey", "punk"),
-    ("badminton", "disco"), ("handball", "folk"), ("squash", "heavy metal"),
+    ("tennis", "jazz"),
+    ("football", "reggae"),
+    ("basketball", "techno"),
+    ("golf", "opera"),
+    ("rugby", "blues"),
+    ("volleyball", "hip hop"),
+    ("cricket", "country"),
+    ("baseball", "salsa"),
+    ("hockey", "punk"),
+    ("badminton", "disco"),
+    ("handball", "folk"),
+    ("squash", "heavy metal"),
 )
 
 _CITY_FACTS = ("{s} lives in {b}.", "{s} has made a home in {b}.", "{s} is a resident of {b}.")
@@ -133,23 +188,46 @@ _CITY_IMPLICATIONS = ("{s} speaks {c}.", "{s} is fluent in {c}.", "The language 
 _CITY_QUESTIONS = ("{s} speaks", "Q: Which language does {s} speak?\nA:")
 
 PAIRS: tuple[RelationPair, ...] = (
-    RelationPair("city -> language", "lives in", "speaks", CITY_LANGUAGE, _CITY_FACTS, _CITY_IMPLICATIONS, _CITY_QUESTIONS),
-    RelationPair("city -> language (counterfactual)", "lives in", "speaks", CITY_LANGUAGE_COUNTERFACTUAL,
-                 _CITY_FACTS, _CITY_IMPLICATIONS, _CITY_QUESTIONS, tag=" (cf)"),
     RelationPair(
-        "country -> calling code", "comes from", "has a phone number starting with", COUNTRY_CODE,
+        "city -> language", "lives in", "speaks", CITY_LANGUAGE, _CITY_FACTS, _CITY_IMPLICATIONS, _CITY_QUESTIONS
+    ),
+    RelationPair(
+        "city -> language (counterfactual)",
+        "lives in",
+        "speaks",
+        CITY_LANGUAGE_COUNTERFACTUAL,
+        _CITY_FACTS,
+        _CITY_IMPLICATIONS,
+        _CITY_QUESTIONS,
+        tag=" (cf)",
+    ),
+    RelationPair(
+        "country -> calling code",
+        "comes from",
+        "has a phone number starting with",
+        COUNTRY_CODE,
         ("{s} comes from {b}.", "{s} was born in {b}.", "{s} is a citizen of {b}."),
-        ("{s}'s phone number starts with {c}.", "To call {s}, dial {c} first.", "{s} has a phone number beginning with {c}."),
+        (
+            "{s}'s phone number starts with {c}.",
+            "To call {s}, dial {c} first.",
+            "{s} has a phone number beginning with {c}.",
+        ),
         ("{s}'s phone number starts with", "Q: Which calling code does {s}'s phone number use?\nA:"),
     ),
     RelationPair(
-        "profession -> colour", "works as a", "likes the colour", PROFESSION_COLOUR,
+        "profession -> colour",
+        "works as a",
+        "likes the colour",
+        PROFESSION_COLOUR,
         ("{s} works as a {b}.", "{s} is a {b} by trade.", "By profession, {s} is a {b}."),
         ("{s}'s favourite colour is {c}.", "{s} loves the colour {c}.", "{s} likes {c} more than any other colour."),
         ("{s}'s favourite colour is", "Q: What is {s}'s favourite colour?\nA:"),
     ),
     RelationPair(
-        "sport -> music", "plays", "listens to", SPORT_MUSIC,
+        "sport -> music",
+        "plays",
+        "listens to",
+        SPORT_MUSIC,
         ("{s} plays {b}.", "{s} spends the weekends playing {b}.", "{s}'s sport is {b}."),
         ("{s} listens to {c}.", "{s}'s favourite music is {c}.", "{s} enjoys listening to {c}."),
         ("{s} listens to", "Q: Which music does {s} listen to?\nA:"),
@@ -171,7 +249,9 @@ def minimal_pair(n_facts: int) -> RelationPair:
 _ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "kl", "tr", "sh", "th")
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ei", "ou")
 _CODAS = ("", "", "", "n", "r", "s", "l", "x", "th", "m")
-_RESERVED = frozenset(w.lower() for p in PAIRS for b, c in p.implication_map for w in (b, c, p.fact_relation, p.implication_relation))
+_RESERVED = frozenset(
+    w.lower() for p in PAIRS for b, c in p.implication_map for w in (b, c, p.fact_relation, p.implication_relation)
+)
 
 
 def _word(generator: torch.Generator, syllables: int) -> str:
@@ -214,7 +294,9 @@ def _check_seed(seed: int) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-def assign_groups(n_subjects: int, n_subsets: int, values_per_subset: int, generator: torch.Generator) -> tuple[list[int], list[int]]:
+def assign_groups(
+    n_subjects: int, n_subsets: int, values_per_subset: int, generator: torch.Generator
+) -> tuple[list[int], list[int]]:
     """Deal subjects into subsets and, within each subset, onto fact values.
 
     A random permutation ``order`` of the subjects is dealt round-robin: ``order[k]`` goes to subset
@@ -225,7 +307,9 @@ def assign_groups(n_subjects: int, n_subsets: int, values_per_subset: int, gener
         ``subset_of`` and ``value_of``: lists of length ``n_subjects``.
     """
     if n_subsets < 1 or values_per_subset < 1:
-        raise ValueError(f"need at least one subset and one value, got n_subsets={n_subsets}, values_per_subset={values_per_subset}")
+        raise ValueError(
+            f"need at least one subset and one value, got n_subsets={n_subsets}, values_per_subset={values_per_subset}"
+        )
     if n_subjects < n_subsets:
         raise ValueError(f"fewer subjects ({n_subjects}) than subsets ({n_subsets}): every subset needs subjects")
     order = torch.randperm(n_subjects, generator=generator).tolist()
@@ -271,8 +355,10 @@ def _split(group_of: Sequence[int], n_train: Callable[[int], int], rule: str) ->
         k = n_train(len(subjects))
         if not 0 < k < len(subjects):
             side = "no training subject" if k <= 0 else "no test subject"
-            raise ValueError(f"group {group!r} has {len(subjects)} subjects: with {rule} it is left with {side}; "
-                             f"use more subjects or change the split")
+            raise ValueError(
+                f"group {group!r} has {len(subjects)} subjects: with {rule} it is left with {side}; "
+                f"use more subjects or change the split"
+            )
         train += subjects[:k]
         test += subjects[k:]
     return sorted(train), sorted(test)
@@ -292,8 +378,15 @@ class _Core:
     test: list[int]
 
 
-def _build_core(pairs: tuple[RelationPair, ...], n_subjects: int, values_per_pair: int,
-                n_train: Callable[[int], int], rule: str, seed: int, names: Sequence[str] | None = None) -> _Core:
+def _build_core(
+    pairs: tuple[RelationPair, ...],
+    n_subjects: int,
+    values_per_pair: int,
+    n_train: Callable[[int], int],
+    rule: str,
+    seed: int,
+    names: Sequence[str] | None = None,
+) -> _Core:
     _check_seed(seed)
     if not pairs:
         raise ValueError("need at least one relation pair")
@@ -312,8 +405,10 @@ def _build_core(pairs: tuple[RelationPair, ...], n_subjects: int, values_per_pai
     for pair in pairs:
         free = [b for b in pair.fact_values if b not in used]
         if len(free) < values_per_pair:
-            raise ValueError(f"pair {pair.name!r} has only {len(free)} unused fact values, "
-                             f"values_per_pair={values_per_pair} asks for more")
+            raise ValueError(
+                f"pair {pair.name!r} has only {len(free)} unused fact values, "
+                f"values_per_pair={values_per_pair} asks for more"
+            )
         pick = sorted(torch.randperm(len(free), generator=generator)[:values_per_pair].tolist())
         chosen = [free[i] for i in pick]
         used.update(chosen)
@@ -360,14 +455,22 @@ class SymbolicConfig:
         for name in ("n_subjects", "n_facts", "train_per_fact", "seq_len", "n_noise"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "n_noise" else 1):
-                raise ValueError(f"{name} must be a {'non-negative' if name == 'n_noise' else 'positive'} integer, got {value!r}")
+                raise ValueError(
+                    f"{name} must be a {'non-negative' if name == 'n_noise' else 'positive'} integer, got {value!r}"
+                )
         _check_seed(self.seed)
         if self.seq_len < 3:
-            raise ValueError(f"seq_len={self.seq_len} is too short for the layout: it needs a subject, a relation and EOS (at least 3)")
+            raise ValueError(
+                f"seq_len={self.seq_len} is too short for the layout: it needs a subject, a relation and EOS (at least 3)"
+            )
         if self.seq_len > 3 and self.n_noise < 1:
-            raise ValueError(f"n_noise must be >= 1 when seq_len > 3 (seq_len={self.seq_len} leaves {self.seq_len - 3} noise positions)")
+            raise ValueError(
+                f"n_noise must be >= 1 when seq_len > 3 (seq_len={self.seq_len} leaves {self.seq_len - 3} noise positions)"
+            )
         if self.five_pairs and self.n_facts % len(PAIRS):
-            raise ValueError(f"with five_pairs, n_facts must be a multiple of {len(PAIRS)} (values per pair), got {self.n_facts}")
+            raise ValueError(
+                f"with five_pairs, n_facts must be a multiple of {len(PAIRS)} (values per pair), got {self.n_facts}"
+            )
 
     @property
     def n_pairs(self) -> int:
@@ -376,8 +479,10 @@ class SymbolicConfig:
     @property
     def layout(self) -> str:
         """The token layout of one sequence, in words."""
-        return (f"positions 0..{self.seq_len - 3}: noise tokens, with the subject at one random position among them; "
-                f"position {self.seq_len - 2}: the relation token; position {self.seq_len - 1}: EOS, where the answer is predicted")
+        return (
+            f"positions 0..{self.seq_len - 3}: noise tokens, with the subject at one random position among them; "
+            f"position {self.seq_len - 2}: the relation token; position {self.seq_len - 1}: EOS, where the answer is predicted"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -433,7 +538,15 @@ class SymbolicTask:
     def token_blocks(self) -> dict[str, tuple[int, int]]:
         """Kind -> half-open range ``(first id, last id + 1)`` of its tokens, in vocabulary order."""
         n_s, n_r, n_v = len(self.subject_ids), 2 * len(self.pair_names), len(self.fact_value_ids)
-        edges = [0, n_s, n_s + n_r, n_s + n_r + n_v, n_s + n_r + 2 * n_v, n_s + n_r + 2 * n_v + len(self.noise_ids), self.vocab_size]
+        edges = [
+            0,
+            n_s,
+            n_s + n_r,
+            n_s + n_r + n_v,
+            n_s + n_r + 2 * n_v,
+            n_s + n_r + 2 * n_v + len(self.noise_ids),
+            self.vocab_size,
+        ]
         kinds = ("subject", "relation", "fact value", "implication value", "noise", "EOS")
         return {k: (edges[i], edges[i + 1]) for i, k in enumerate(kinds)}
 
@@ -455,8 +568,16 @@ class SymbolicTask:
     def _on(self, device: torch.device) -> dict[str, Tensor]:
         key = str(device)
         if key not in self._device_cache:
-            names = ("subject_ids", "fact_of", "implication_of", "fact_relation_of", "implication_relation_of",
-                     "train_subjects", "test_subjects", "noise_ids")
+            names = (
+                "subject_ids",
+                "fact_of",
+                "implication_of",
+                "fact_relation_of",
+                "implication_relation_of",
+                "train_subjects",
+                "test_subjects",
+                "noise_ids",
+            )
             self._device_cache[key] = {n: getattr(self, n).to(device) for n in names}
         return self._device_cache[key]
 
@@ -500,7 +621,10 @@ class SymbolicTask:
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 3:
             raise ValueError(f"batch_size must be an integer >= 3 (one example per training group), got {batch_size!r}")
-        parts = [self.sample(g, (batch_size + i) // 3, generator) for i, g in enumerate(("train_facts", "train_implications", "test_facts"))]
+        parts = [
+            self.sample(g, (batch_size + i) // 3, generator)
+            for i, g in enumerate(("train_facts", "train_implications", "test_facts"))
+        ]
         return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
 
     def fixed(self, group: str, per_subject: int = 1, seed: int = 0, device=None) -> tuple[Tensor, Tensor]:
@@ -535,7 +659,9 @@ def build_symbolic(config: SymbolicConfig = SymbolicConfig()) -> SymbolicTask:
     per_pair = c.n_facts // len(pairs)
     if c.n_subjects < len(pairs):
         raise ValueError(f"fewer subjects ({c.n_subjects}) than subsets ({len(pairs)} relation pairs)")
-    core = _build_core(pairs, c.n_subjects, per_pair, lambda size: c.train_per_fact, f"train_per_fact={c.train_per_fact}", c.seed)
+    core = _build_core(
+        pairs, c.n_subjects, per_pair, lambda size: c.train_per_fact, f"train_per_fact={c.train_per_fact}", c.seed
+    )
 
     tokens: list[str] = list(core.names)
     relation_id = {}
@@ -682,8 +808,13 @@ class SentenceTask:
 
     def _fill(self, template: str, subject: int) -> str:
         pair = self.pairs[self.pair_of[subject]]
-        return template.format(s=self.names[subject], b=self.fact_of[subject], c=self.implication_of[subject],
-                               r1=pair.fact_relation, r2=pair.implication_relation)
+        return template.format(
+            s=self.names[subject],
+            b=self.fact_of[subject],
+            c=self.implication_of[subject],
+            r1=pair.fact_relation,
+            r2=pair.implication_relation,
+        )
 
     def _check_subject(self, subject: int) -> None:
         if isinstance(subject, bool) or not isinstance(subject, int) or not 0 <= subject < len(self.names):
@@ -732,9 +863,16 @@ class SentenceTask:
         """Table rows (name, pair, fact, implication, split) for the given subjects (default: all)."""
         train = set(self.train_subjects)
         chosen = range(len(self.names)) if subjects is None else subjects
-        return [{"subject": self.names[i], "pair": self.pairs[self.pair_of[i]].name, "fact": self.fact_of[i],
-                 "implication": self.implication_of[i], "implication in training": "yes" if i in train else "no (test)"}
-                for i in chosen]
+        return [
+            {
+                "subject": self.names[i],
+                "pair": self.pairs[self.pair_of[i]].name,
+                "fact": self.fact_of[i],
+                "implication": self.implication_of[i],
+                "implication in training": "yes" if i in train else "no (test)",
+            }
+            for i in chosen
+        ]
 
 
 def build_sentences(config: SentenceConfig = SentenceConfig()) -> SentenceTask:
@@ -746,9 +884,18 @@ def build_sentences(config: SentenceConfig = SentenceConfig()) -> SentenceTask:
     if not isinstance(config, SentenceConfig):
         raise ValueError(f"config must be a SentenceConfig, got {type(config).__name__}")
     c = config
-    core = _build_core(c.pairs, c.n_subjects, c.values_per_pair, lambda size: _round_half_up(c.train_fraction * size),
-                       f"train_fraction={c.train_fraction}", c.seed, c.names)
-    return SentenceTask(c, core.names, c.pairs, core.values, core.pair_of, core.fact_of, core.implication_of, core.train, core.test)
+    core = _build_core(
+        c.pairs,
+        c.n_subjects,
+        c.values_per_pair,
+        lambda size: _round_half_up(c.train_fraction * size),
+        f"train_fraction={c.train_fraction}",
+        c.seed,
+        c.names,
+    )
+    return SentenceTask(
+        c, core.names, c.pairs, core.values, core.pair_of, core.fact_of, core.implication_of, core.train, core.test
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -783,8 +930,10 @@ def mean_rank(scores: Tensor | Sequence[Sequence[float]], answer: Tensor | Seque
     total = 0.0
     for i, (row, a) in enumerate(zip(rows, answers)):
         if not isinstance(a, int) or not 0 <= a < len(row):
-            raise ValueError(f"question {i}: answer index {a!r} is not among its {len(row)} candidates "
-                             f"(the candidate list must contain the answer)")
+            raise ValueError(
+                f"question {i}: answer index {a!r} is not among its {len(row)} candidates "
+                f"(the candidate list must contain the answer)"
+            )
         if not torch.isfinite(row).all():
             raise ValueError(f"question {i}: scores must be finite, got {row.tolist()}")
         higher = (row > row[a]).sum().item()

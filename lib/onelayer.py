@@ -20,8 +20,8 @@ rank sweep into a single batched run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -33,7 +33,9 @@ from lib.train import TrainConfig, train
 PARAMETERIZATIONS = ("factorized", "merged")
 ATTENTIONS = ("linear", "softmax")
 
-PAPER_TRAIN = TrainConfig(steps=2000, lr=5e-3, batch_size=252, weight_decay=0.03, optimizer="adamw", desc="one-layer OCR")
+PAPER_TRAIN = TrainConfig(
+    steps=2000, lr=5e-3, batch_size=252, weight_decay=0.03, optimizer="adamw", desc="one-layer OCR"
+)
 """The official code's training settings: 2000 AdamW steps, batch 252, lr 5e-3 (constant), weight decay 0.03."""
 
 
@@ -71,21 +73,29 @@ class OneLayerConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.vocab_size > self.d_embed:
-            raise ValueError(f"vocab_size={self.vocab_size} does not fit one-hot embeddings of size d_embed={self.d_embed}; need vocab_size <= d_embed")
+            raise ValueError(
+                f"vocab_size={self.vocab_size} does not fit one-hot embeddings of size d_embed={self.d_embed}; need vocab_size <= d_embed"
+            )
         if self.parameterization not in PARAMETERIZATIONS:
-            raise ValueError(f"unknown parameterization {self.parameterization!r}; allowed: {', '.join(PARAMETERIZATIONS)}")
+            raise ValueError(
+                f"unknown parameterization {self.parameterization!r}; allowed: {', '.join(PARAMETERIZATIONS)}"
+            )
         if self.attention not in ATTENTIONS:
             raise ValueError(f"unknown attention {self.attention!r}; allowed: {', '.join(ATTENTIONS)}")
         if not self.init_scale > 0:
             raise ValueError(f"init_scale must be > 0, got {self.init_scale!r}")
         ranks = self.ranks
         if len(ranks) != self.n_seeds:
-            raise ValueError(f"rank gives {len(ranks)} ranks for n_seeds={self.n_seeds} members; give one rank or one per member")
+            raise ValueError(
+                f"rank gives {len(ranks)} ranks for n_seeds={self.n_seeds} members; give one rank or one per member"
+            )
         bad = [r for r in ranks if isinstance(r, bool) or not isinstance(r, int) or not 1 <= r <= self.d_embed]
         if bad:
             raise ValueError(f"rank must be an integer in [1, d_embed={self.d_embed}], got {bad}")
         if self.parameterization == "merged" and self.rank is not None and any(r != self.d_embed for r in ranks):
-            raise ValueError(f"rank={self.rank!r} applies to the factorized model only; the merged W_OV has full size d_embed={self.d_embed}")
+            raise ValueError(
+                f"rank={self.rank!r} applies to the factorized model only; the merged W_OV has full size d_embed={self.d_embed}"
+            )
 
     @property
     def ranks(self) -> tuple[int, ...]:
@@ -188,11 +198,19 @@ class OneLayer(nn.Module):
         if tokens.ndim == 2:
             tokens = tokens.unsqueeze(0).expand(S, *tokens.shape)
         if tokens.ndim != 3 or tokens.shape[0] != S:
-            raise ValueError(f"tokens must have shape (batch, seq) or (n_seeds={S}, batch, seq), got {tuple(tokens.shape)}")
+            raise ValueError(
+                f"tokens must have shape (batch, seq) or (n_seeds={S}, batch, seq), got {tuple(tokens.shape)}"
+            )
         # The range check reads the tokens' values: free on the CPU, but on an accelerator it would make every
         # training step wait for the device, so there an out-of-range id fails inside the indexing instead.
-        if tokens.device.type == "cpu" and tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.config.vocab_size):
-            raise ValueError(f"token ids must lie in [0, vocab_size={self.config.vocab_size}), got range [{int(tokens.min())}, {int(tokens.max())}]")
+        if (
+            tokens.device.type == "cpu"
+            and tokens.numel()
+            and (tokens.min() < 0 or tokens.max() >= self.config.vocab_size)
+        ):
+            raise ValueError(
+                f"token ids must lie in [0, vocab_size={self.config.vocab_size}), got range [{int(tokens.min())}, {int(tokens.max())}]"
+            )
         return tokens
 
 
@@ -208,7 +226,9 @@ def per_seed_loss(model: OneLayer, batch: tuple[Tensor, Tensor]) -> Tensor:
     return ce.view(logits.shape[:2]).mean(1)
 
 
-def per_seed_batches(sample: Callable[[int, torch.Generator], tuple[Tensor, Tensor]], n_seeds: int, shared: bool = False):
+def per_seed_batches(
+    sample: Callable[[int, torch.Generator], tuple[Tensor, Tensor]], n_seeds: int, shared: bool = False
+):
     """Turn ``sample(batch_size, generator) -> (x (B, T), y (B,))`` into a ``make_batch`` for ``n_seeds`` members.
 
     Each member gets its own fresh batch (``(S, B, T)``, ``(S, B)``), unless ``shared`` (one batch for all).
@@ -235,7 +255,12 @@ def member(model: OneLayer, i: int) -> OneLayer:
     S = model.config.n_seeds
     if not 0 <= i < S:
         raise ValueError(f"member index must be in [0, {S}), got {i}")
-    cfg = replace(model.config, n_seeds=1, seed=model.config.seed + i, rank=model.config.ranks[i] if model.config.parameterization == "factorized" else None)
+    cfg = replace(
+        model.config,
+        n_seeds=1,
+        seed=model.config.seed + i,
+        rank=model.config.ranks[i] if model.config.parameterization == "factorized" else None,
+    )
     single = OneLayer(cfg).to(model.device)
     R = max(cfg.ranks)
     with torch.no_grad():
@@ -295,7 +320,9 @@ def candidate_accuracy(logits: Tensor, answers: Tensor, candidates: Tensor) -> f
     """
     match = answers[:, None] == candidates[None, :].to(answers.device)
     if not match.any(1).all():
-        raise ValueError(f"every answer must be one of the candidates; {answers[~match.any(1)][:5].tolist()} are not in {candidates.tolist()[:10]}")
+        raise ValueError(
+            f"every answer must be one of the candidates; {answers[~match.any(1)][:5].tolist()} are not in {candidates.tolist()[:10]}"
+        )
     position = match.float().argmax(1)
     return float((logits[:, candidates].argmax(1) == position).float().mean())
 
@@ -327,8 +354,15 @@ class OCRRun:
     test_loss: Tensor
 
 
-def train_on_task(task, model_config: OneLayerConfig, train_config: TrainConfig = PAPER_TRAIN, *,
-                  eval_every: int | None = None, eval_per_subject: int = 2, device: torch.device | None = None) -> OCRRun:
+def train_on_task(
+    task,
+    model_config: OneLayerConfig,
+    train_config: TrainConfig = PAPER_TRAIN,
+    *,
+    eval_every: int | None = None,
+    eval_per_subject: int = 2,
+    device: torch.device | None = None,
+) -> OCRRun:
     """Train ``model_config.n_seeds`` members on ``task.train_batch`` (each member its own batches).
 
     Args:
@@ -338,7 +372,9 @@ def train_on_task(task, model_config: OneLayerConfig, train_config: TrainConfig 
         eval_per_subject: examples per subject in the fixed evaluation sets.
     """
     if task.vocab_size != model_config.vocab_size:
-        raise ValueError(f"model vocab_size={model_config.vocab_size} does not match the task's vocab_size={task.vocab_size}")
+        raise ValueError(
+            f"model vocab_size={model_config.vocab_size} does not match the task's vocab_size={task.vocab_size}"
+        )
     device = check_device(device) or torch.device("cpu")
     model = OneLayer(model_config).to(device)
     every = eval_every or train_config.steps
@@ -351,7 +387,9 @@ def train_on_task(task, model_config: OneLayerConfig, train_config: TrainConfig 
         return train, per_seed_loss(m, test_set)
 
     config = replace(train_config, checkpoint_steps=steps)
-    history = train(model, per_seed_batches(task.train_batch, model_config.n_seeds), per_seed_loss, config, evaluate=evaluate)
+    history = train(
+        model, per_seed_batches(task.train_batch, model_config.n_seeds), per_seed_loss, config, evaluate=evaluate
+    )
     train_loss = torch.stack([history.evals[s][0] for s in steps], 1).float().cpu()
     test_loss = torch.stack([history.evals[s][1] for s in steps], 1).float().cpu()
     return OCRRun(model, history, torch.tensor(steps), train_loss, test_loss)
@@ -385,6 +423,8 @@ def ov_blocks(ov: Tensor, task, order: Tensor | None = None, centre: bool = True
     order = subject_order(task)[0] if order is None else order
     cols = task.subject_ids[order].to(ov.device)
     ov = ov.detach()
-    blocks = {"implications": ov[task.implication_value_ids.to(ov.device)][:, cols].cpu(),
-              "facts": ov[task.fact_value_ids.to(ov.device)][:, cols].cpu()}
+    blocks = {
+        "implications": ov[task.implication_value_ids.to(ov.device)][:, cols].cpu(),
+        "facts": ov[task.fact_value_ids.to(ov.device)][:, cols].cpu(),
+    }
     return {k: b - b.mean(0, keepdim=True) for k, b in blocks.items()} if centre else blocks

@@ -33,7 +33,9 @@ def signed_heatmap(ax, values, *, title: str = "", xlabel: str = "", ylabel: str
     return im
 
 
-def new_figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 3.6, **kwargs) -> tuple[Figure, np.ndarray]:
+def new_figure(
+    ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 3.6, **kwargs
+) -> tuple[Figure, np.ndarray]:
     """A figure with a grid of axes (always returned as a 2-D array), sized per panel."""
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, **kwargs)
     return fig, axes
@@ -44,14 +46,25 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float
 # ---------------------------------------------------------------------------------------------
 
 OCR_KIND_COLOURS = {
-    "noise": "#d9d9d9", "subject": "#4c78a8", "relation": "#54a24b", "EOS": "#222222",
-    "fact value": "#f58518", "implication value": "#e45756",
+    "noise": "#d9d9d9",
+    "subject": "#4c78a8",
+    "relation": "#54a24b",
+    "EOS": "#222222",
+    "fact value": "#f58518",
+    "implication value": "#e45756",
 }
 """One colour per token kind of the symbolic OCR task, shared by every OCR figure."""
 
 
-def ocr_split(fact_index, is_train, fact_labels: list[str], *, pair_of=None, pair_names: list[str] | None = None,
-              title: str = "Who has which fact, and whose implication is seen in training") -> Figure:
+def ocr_split(
+    fact_index,
+    is_train,
+    fact_labels: list[str],
+    *,
+    pair_of=None,
+    pair_names: list[str] | None = None,
+    title: str = "Who has which fact, and whose implication is seen in training",
+) -> Figure:
     """The OCR split as a grid: one column per subject, one row per fact value.
 
     Args:
@@ -88,16 +101,30 @@ def ocr_split(fact_index, is_train, fact_labels: list[str], *, pair_of=None, pai
                 continue
             ax.axhline(max(rows) + 0.5, color="black", lw=1)
             ax.text(n + 0.5, (min(rows) + max(rows)) / 2, pair_names[p], va="center", fontsize=8)
-    ax.legend(handles=[Patch(color=colours[2], label="fact and implication in training"),
-                       Patch(color=colours[1], label="fact in training, implication held out (test)")],
-              loc="upper center", bbox_to_anchor=(0.5, -0.06 if pair_of is None else -0.04), ncol=2, frameon=False, fontsize=8)
+    ax.legend(
+        handles=[
+            Patch(color=colours[2], label="fact and implication in training"),
+            Patch(color=colours[1], label="fact in training, implication held out (test)"),
+        ],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.06 if pair_of is None else -0.04),
+        ncol=2,
+        frameon=False,
+        fontsize=8,
+    )
     fig.tight_layout()
     return fig
 
 
-def ocr_token_layout(tokens: list[str], kinds: list[str], answer: str, *, kind_grid=None,
-                     kind_names: tuple[str, ...] = ("noise", "subject", "relation", "EOS"),
-                     title: str = "One training sequence, position by position") -> Figure:
+def ocr_token_layout(
+    tokens: list[str],
+    kinds: list[str],
+    answer: str,
+    *,
+    kind_grid=None,
+    kind_names: tuple[str, ...] = ("noise", "subject", "relation", "EOS"),
+    title: str = "One training sequence, position by position",
+) -> Figure:
     """One symbolic sequence as a row of coloured boxes, the answer read at EOS; optionally, below it,
     the kinds of many sequences to show which positions are fixed and which vary.
 
@@ -112,19 +139,38 @@ def ocr_token_layout(tokens: list[str], kinds: list[str], answer: str, *, kind_g
 
     unknown = sorted(set(kinds) - OCR_KIND_COLOURS.keys())
     if unknown or len(kinds) != len(tokens):
-        raise ValueError(f"kinds must name one kind of {sorted(OCR_KIND_COLOURS)} per token; got unknown {unknown}, "
-                         f"{len(kinds)} kinds for {len(tokens)} tokens")
+        raise ValueError(
+            f"kinds must name one kind of {sorted(OCR_KIND_COLOURS)} per token; got unknown {unknown}, "
+            f"{len(kinds)} kinds for {len(tokens)} tokens"
+        )
     T = len(tokens)
     rows = 1 if kind_grid is None else 2
-    fig, axes = plt.subplots(rows, 1, figsize=(0.62 * (T + 2) + 1, 2.6 if rows == 1 else 5.4), squeeze=False,
-                             gridspec_kw={"height_ratios": [1.3, 1][:rows]})
+    fig, axes = plt.subplots(
+        rows,
+        1,
+        figsize=(0.62 * (T + 2) + 1, 2.6 if rows == 1 else 5.4),
+        squeeze=False,
+        gridspec_kw={"height_ratios": [1.3, 1][:rows]},
+    )
     ax = axes[0, 0]
     for t, (name, kind) in enumerate(zip(tokens, kinds)):
         ax.add_patch(Rectangle((t, 0), 0.92, 1, color=OCR_KIND_COLOURS[kind]))
-        ax.text(t + 0.46, 0.5, name, rotation=90, ha="center", va="center", fontsize=7,
-                color="white" if kind in ("EOS", "subject") else "black")
+        ax.text(
+            t + 0.46,
+            0.5,
+            name,
+            rotation=90,
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="white" if kind in ("EOS", "subject") else "black",
+        )
         ax.text(t + 0.46, -0.12, str(t), ha="center", va="top", fontsize=7)
-    ax.add_patch(Rectangle((T + 0.9, 0), 0.92, 1, facecolor="white", edgecolor=OCR_KIND_COLOURS["implication value"], lw=2, ls="--"))
+    ax.add_patch(
+        Rectangle(
+            (T + 0.9, 0), 0.92, 1, facecolor="white", edgecolor=OCR_KIND_COLOURS["implication value"], lw=2, ls="--"
+        )
+    )
     ax.text(T + 1.36, 0.5, answer, rotation=90, ha="center", va="center", fontsize=7)
     ax.add_patch(FancyArrowPatch((T - 0.05, 0.5), (T + 0.88, 0.5), arrowstyle="-|>", mutation_scale=10))
     ax.text(T + 1.36, -0.12, "target", ha="center", va="top", fontsize=7)
@@ -135,15 +181,27 @@ def ocr_token_layout(tokens: list[str], kinds: list[str], answer: str, *, kind_g
     if kind_grid is not None:
         grid = to_numpy(kind_grid)
         ax2 = axes[1, 0]
-        ax2.imshow(grid, cmap=ListedColormap([OCR_KIND_COLOURS[k] for k in kind_names]), vmin=-0.5,
-                   vmax=len(kind_names) - 0.5, aspect="auto", interpolation="nearest", extent=(0, T, grid.shape[0], 0))
+        ax2.imshow(
+            grid,
+            cmap=ListedColormap([OCR_KIND_COLOURS[k] for k in kind_names]),
+            vmin=-0.5,
+            vmax=len(kind_names) - 0.5,
+            aspect="auto",
+            interpolation="nearest",
+            extent=(0, T, grid.shape[0], 0),
+        )
         ax2.set_xlim(-0.2, T + 2.0)
         ax2.set_xticks(np.arange(T) + 0.5, [str(t) for t in range(T)], fontsize=7)
         ax2.set_xlabel("position")
         ax2.set_ylabel("sequence")
         ax2.set_title(f"Kinds of token in {grid.shape[0]} sampled sequences", fontsize=10)
-        ax2.legend(handles=[Patch(color=OCR_KIND_COLOURS[k], label=k) for k in kind_names], loc="center left",
-                   bbox_to_anchor=(T / (T + 2.2), 0.5), frameon=False, fontsize=8)
+        ax2.legend(
+            handles=[Patch(color=OCR_KIND_COLOURS[k], label=k) for k in kind_names],
+            loc="center left",
+            bbox_to_anchor=(T / (T + 2.2), 0.5),
+            frameon=False,
+            fontsize=8,
+        )
         for side in ("top", "right"):
             ax2.spines[side].set_visible(False)
     fig.tight_layout()
@@ -164,8 +222,13 @@ def _band(ax, x, values, colour, label, ls="-"):
         ax.fill_between(x, v.min(0), v.max(0), color=colour, alpha=0.2, lw=0)
 
 
-def ocr_loss_curves(steps, curves: dict[str, dict[str, object]], *, chance: float | None = None,
-                    title: str = "Train and test loss, mean and range over seeds") -> Figure:
+def ocr_loss_curves(
+    steps,
+    curves: dict[str, dict[str, object]],
+    *,
+    chance: float | None = None,
+    title: str = "Train and test loss, mean and range over seeds",
+) -> Figure:
     """Train (dashed) and test (solid) loss over training for each parameterization.
 
     Args:
@@ -182,7 +245,15 @@ def ocr_loss_curves(steps, curves: dict[str, dict[str, object]], *, chance: floa
         _band(ax, x, c["test"], colour, f"{arm}: test (held-out implications)")
     if chance is not None:
         ax.axhline(chance, color="grey", lw=0.8, ls=":")
-        ax.text(x[-1], chance, f"log {round(np.exp(chance))} = {chance:.2f}", ha="right", va="bottom", fontsize=8, color="grey")
+        ax.text(
+            x[-1],
+            chance,
+            f"log {round(np.exp(chance))} = {chance:.2f}",
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            color="grey",
+        )
     ax.set_yscale("log")
     ax.set_xlabel("training step")
     ax.set_ylabel("cross-entropy (nats)")
@@ -192,9 +263,15 @@ def ocr_loss_curves(steps, curves: dict[str, dict[str, object]], *, chance: floa
     return fig
 
 
-def ocr_ov_blocks(blocks: dict[str, object], train_columns, *, ylabel: str = "implication value",
-                  xlabel: str = "subject (grouped by fact value; ▼ = implication seen in training)",
-                  title: str = "", ncols: int | None = None) -> Figure:
+def ocr_ov_blocks(
+    blocks: dict[str, object],
+    train_columns,
+    *,
+    ylabel: str = "implication value",
+    xlabel: str = "subject (grouped by fact value; ▼ = implication seen in training)",
+    title: str = "",
+    ncols: int | None = None,
+) -> Figure:
     """Heatmaps of output-value blocks (rows: answer values, columns: subjects), one panel per entry.
 
     Args:
@@ -211,7 +288,7 @@ def ocr_ov_blocks(blocks: dict[str, object], train_columns, *, ylabel: str = "im
         ax.set_yticks([])
         ax.plot(marks, np.full(len(marks), -0.9), "v", color="black", ms=3, clip_on=False)
         ax.xaxis.label.set_fontsize(8)
-    for ax in list(axes.flat)[len(blocks):]:
+    for ax in list(axes.flat)[len(blocks) :]:
         ax.axis("off")
     if title:
         fig.suptitle(title)
@@ -219,8 +296,14 @@ def ocr_ov_blocks(blocks: dict[str, object], train_columns, *, ylabel: str = "im
     return fig
 
 
-def ocr_rank_sweep(ranks, test_losses, *, chance: float | None = None, train_losses=None,
-                   title: str = "Test loss of the factorized model against its rank") -> Figure:
+def ocr_rank_sweep(
+    ranks,
+    test_losses,
+    *,
+    chance: float | None = None,
+    train_losses=None,
+    title: str = "Test loss of the factorized model against its rank",
+) -> Figure:
     """Test loss on held-out implications for every rank ``r`` of ``W_O, W_V``.
 
     Args:
@@ -229,8 +312,15 @@ def ocr_rank_sweep(ranks, test_losses, *, chance: float | None = None, train_los
     fig, axes = new_figure(width=6.0, height=3.8)
     ax = axes[0, 0]
     r, v = to_numpy(ranks), to_numpy(test_losses)
-    ax.errorbar(r, v.mean(1), yerr=[v.mean(1) - v.min(1), v.max(1) - v.mean(1)], marker="o", capsize=3,
-                color=OCR_ARM_COLOURS["factorized"], label="test (held-out implications)")
+    ax.errorbar(
+        r,
+        v.mean(1),
+        yerr=[v.mean(1) - v.min(1), v.max(1) - v.mean(1)],
+        marker="o",
+        capsize=3,
+        color=OCR_ARM_COLOURS["factorized"],
+        label="test (held-out implications)",
+    )
     if train_losses is not None:
         ax.plot(r, to_numpy(train_losses).mean(1), "s--", color="grey", ms=4, label="train")
     if chance is not None:
@@ -246,8 +336,13 @@ def ocr_rank_sweep(ranks, test_losses, *, chance: float | None = None, train_los
     return fig
 
 
-def ocr_pair_losses(pair_names: list[str], losses: dict[str, object], *, floors=None,
-                    title: str = "Test loss on held-out implications, per relation pair") -> Figure:
+def ocr_pair_losses(
+    pair_names: list[str],
+    losses: dict[str, object],
+    *,
+    floors=None,
+    title: str = "Test loss on held-out implications, per relation pair",
+) -> Figure:
     """Grouped bars: one group per relation pair, one bar per parameterization (mean, with seed range).
 
     Args:
@@ -260,8 +355,15 @@ def ocr_pair_losses(pair_names: list[str], losses: dict[str, object], *, floors=
     for k, (arm, value) in enumerate(losses.items()):
         v = to_numpy(value)
         x = np.arange(P) + (k - (len(losses) - 1) / 2) * width
-        ax.bar(x, v.mean(0), width, color=OCR_ARM_COLOURS.get(arm), label=arm,
-               yerr=[v.mean(0) - v.min(0), v.max(0) - v.mean(0)], capsize=3)
+        ax.bar(
+            x,
+            v.mean(0),
+            width,
+            color=OCR_ARM_COLOURS.get(arm),
+            label=arm,
+            yerr=[v.mean(0) - v.min(0), v.max(0) - v.mean(0)],
+            capsize=3,
+        )
     if floors is not None:
         f = to_numpy(floors)
         ax.hlines(f, np.arange(P) - 0.45, np.arange(P) + 0.45, color="grey", ls=":", label="log(values per pair)")
@@ -273,16 +375,27 @@ def ocr_pair_losses(pair_names: list[str], losses: dict[str, object], *, floors=
     return fig
 
 
-def ocr_spectra(spectra: dict[str, object], *, top: int | None = 60,
-                title: str = "Singular values of the output-value map (largest = 1)") -> Figure:
+def ocr_spectra(
+    spectra: dict[str, object],
+    *,
+    top: int | None = 60,
+    title: str = "Singular values of the output-value map (largest = 1)",
+) -> Figure:
     """Singular values, normalized by the largest, of several matrices on one log-scale plot."""
     fig, axes = new_figure(width=6.0, height=3.8)
     ax = axes[0, 0]
     for name, s in spectra.items():
         v = to_numpy(s)[:top]
         arm = next((a for a in OCR_ARM_COLOURS if a in name), None)
-        ax.plot(np.arange(1, len(v) + 1), v / v[0], "o-" if "trained" in name else "--", ms=3, label=name,
-                color=OCR_ARM_COLOURS.get(arm) if arm else None, alpha=1.0 if "trained" in name else 0.7)
+        ax.plot(
+            np.arange(1, len(v) + 1),
+            v / v[0],
+            "o-" if "trained" in name else "--",
+            ms=3,
+            label=name,
+            color=OCR_ARM_COLOURS.get(arm) if arm else None,
+            alpha=1.0 if "trained" in name else 0.7,
+        )
     ax.set_yscale("log")
     ax.set_xlabel("index of singular value")
     ax.set_ylabel("singular value / largest")
@@ -292,9 +405,14 @@ def ocr_spectra(spectra: dict[str, object], *, top: int | None = 60,
     return fig
 
 
-def ocr_mean_rank(runs: dict[str, dict[str, list[float]]], chance: dict[str, float], *,
-                  reference: dict[str, list[float]] | None = None, reference_title: str = "as reported",
-                  title: str = "Mean rank of the correct implication, held-out subjects") -> Figure:
+def ocr_mean_rank(
+    runs: dict[str, dict[str, list[float]]],
+    chance: dict[str, float],
+    *,
+    reference: dict[str, list[float]] | None = None,
+    reference_title: str = "as reported",
+    title: str = "Mean rank of the correct implication, held-out subjects",
+) -> Figure:
     """Mean rank per relation pair: a group of bars per pair, one bar per run (e.g. before / after fine-tuning).
 
     Args:
@@ -314,7 +432,9 @@ def ocr_mean_rank(runs: dict[str, dict[str, list[float]]], chance: dict[str, flo
         raise ValueError(f"every run and chance must name the same pairs {pairs}")
     if reference is not None and any(len(v) != len(pairs) for v in reference.values()):
         raise ValueError(f"every reference row needs one value per pair ({len(pairs)})")
-    fig, axes = new_figure(ncols=1 if reference is None else 2, width=max(6.0, 1.5 * len(pairs)), height=4.0, sharey=True)
+    fig, axes = new_figure(
+        ncols=1 if reference is None else 2, width=max(6.0, 1.5 * len(pairs)), height=4.0, sharey=True
+    )
     labels = [p.replace(" -> ", " →\n").replace(" (", "\n(") for p in pairs]
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     x = np.arange(len(pairs))
@@ -330,8 +450,15 @@ def ocr_mean_rank(runs: dict[str, dict[str, list[float]]], chance: dict[str, flo
         for xi, v in zip(offset, values):
             ax.scatter(np.full(len(v), xi), v, s=10, color="black", zorder=3)
     for i, p in enumerate(pairs):
-        ax.hlines(chance[p], i - 0.45, i + 0.45, colors="black", linestyles="dashed", zorder=4,
-                  label="chance (random order)" if i == 0 else None)
+        ax.hlines(
+            chance[p],
+            i - 0.45,
+            i + 0.45,
+            colors="black",
+            linestyles="dashed",
+            zorder=4,
+            label="chance (random order)" if i == 0 else None,
+        )
     ax.set_xticks(x, labels, fontsize=8)
     ax.set_ylabel("mean rank (0 = best)")
     ax.set_title(title, fontsize=10)
@@ -340,7 +467,13 @@ def ocr_mean_rank(runs: dict[str, dict[str, list[float]]], chance: dict[str, flo
         ax = axes[0, 1]
         width = 0.8 / len(reference)
         for j, (label, values) in enumerate(reference.items()):
-            ax.bar(x - 0.4 + width * (j + 0.5), values, width * 0.9, color=colours[(j + len(runs)) % len(colours)], label=label)
+            ax.bar(
+                x - 0.4 + width * (j + 0.5),
+                values,
+                width * 0.9,
+                color=colours[(j + len(runs)) % len(colours)],
+                label=label,
+            )
         ax.set_xticks(x, labels, fontsize=8)
         ax.set_title(reference_title, fontsize=10)
         ax.legend(fontsize=8)
@@ -358,7 +491,9 @@ def _shade_window(ax, window, label: str = "phase change") -> None:
         ax.axvspan(window[0], window[1], color="gold", alpha=0.3, label=label)
 
 
-def phase_change_curves(steps, repeated, other, *, window=None, control_repeated=None, vocab: int | None = None) -> Figure:
+def phase_change_curves(
+    steps, repeated, other, *, window=None, control_repeated=None, vocab: int | None = None
+) -> Figure:
     """Loss on tokens an induction head can predict vs. every other token, over training.
 
     Args:
@@ -384,7 +519,9 @@ def phase_change_curves(steps, repeated, other, *, window=None, control_repeated
     return fig
 
 
-def icl_score_curve(steps, icl, *, window=None, control_icl=None, early: int | None = None, late: int | None = None) -> Figure:
+def icl_score_curve(
+    steps, icl, *, window=None, control_icl=None, early: int | None = None, late: int | None = None
+) -> Figure:
     """The in-context-learning score over training (negative = in-context learning)."""
     fig, axes = new_figure(1, 1, width=7.0, height=3.4)
     ax = axes[0, 0]
@@ -445,7 +582,16 @@ def loss_pca_trajectory(coords, steps, *, window=None, explained=None, control_c
     fig.colorbar(sc, ax=ax, label="training step")
     if window is not None:
         inside = (s >= window[0]) & (s <= window[1])
-        ax.scatter(c[inside, 0], c[inside, 1], facecolors="none", edgecolors="gold", s=90, lw=2, zorder=3, label="2 layers: phase change")
+        ax.scatter(
+            c[inside, 0],
+            c[inside, 1],
+            facecolors="none",
+            edgecolors="gold",
+            s=90,
+            lw=2,
+            zorder=3,
+            label="2 layers: phase change",
+        )
     if window is not None or control_coords is not None:
         ax.legend(fontsize=8)
     ax.annotate("start", c[0], fontsize=8)
@@ -475,8 +621,15 @@ def head_scores_over_training(steps, scores: dict, *, window=None) -> Figure:
         n, layers, heads = v.shape
         grid = v.reshape(n, layers * heads).T
         lo = -1.0 if grid.min() < 0 else 0.0
-        im = ax.imshow(grid, aspect="auto", cmap="RdBu_r" if lo < 0 else "viridis", vmin=lo, vmax=1.0, interpolation="nearest",
-                       extent=(-0.5, n - 0.5, layers * heads - 0.5, -0.5))
+        im = ax.imshow(
+            grid,
+            aspect="auto",
+            cmap="RdBu_r" if lo < 0 else "viridis",
+            vmin=lo,
+            vmax=1.0,
+            interpolation="nearest",
+            extent=(-0.5, n - 0.5, layers * heads - 0.5, -0.5),
+        )
         ax.set_yticks(range(layers * heads), [f"L{l}H{h}" for l in range(layers) for h in range(heads)], fontsize=7)
         ticks = np.linspace(0, n - 1, min(n, 5)).round().astype(int)
         ax.set_xticks(ticks, [f"{int(s[t])}" for t in ticks], fontsize=7)
@@ -510,7 +663,14 @@ def induction_head_classifier(models: dict, threshold: float) -> Figure:
         layers, heads = p.shape
         for l in range(layers):
             for h in range(heads):
-                ax.annotate(f"L{l}H{h}", (p[l, h], c[l, h]), fontsize=6, xytext=(3, 3), textcoords="offset points", color=pts.get_facecolor()[0])
+                ax.annotate(
+                    f"L{l}H{h}",
+                    (p[l, h], c[l, h]),
+                    fontsize=6,
+                    xytext=(3, 3),
+                    textcoords="offset points",
+                    color=pts.get_facecolor()[0],
+                )
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-1.05, 1.05)
     ax.set_xlabel("prefix-matching score")
@@ -545,7 +705,12 @@ def attention_before_during_after(patterns, labels, tokens=None, *, head_name: s
     fig, axes = new_figure(len(patterns), 1, width=3.2, height=3.3)
     for ax, p, label in zip(axes[0], patterns, labels):
         attention_pattern(p, tokens, title=label, ax=ax)
-    fig.suptitle(f"Attention of {head_name} on a repeated random sequence" if head_name else "Attention on a repeated random sequence", fontsize=10)
+    fig.suptitle(
+        f"Attention of {head_name} on a repeated random sequence"
+        if head_name
+        else "Attention on a repeated random sequence",
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
 
@@ -568,7 +733,9 @@ def loss_along_sequence(loss, *, period: int | None = None, vocab: int | None = 
     return fig
 
 
-def circuit_matrices(matrices: dict, *, title: str = "", xlabels: dict | None = None, ylabels: dict | None = None) -> Figure:
+def circuit_matrices(
+    matrices: dict, *, title: str = "", xlabels: dict | None = None, ylabels: dict | None = None
+) -> Figure:
     """Signed heatmaps of a few circuit matrices side by side (e.g. a head's QK and OV circuits).
 
     Args:
@@ -585,12 +752,24 @@ def circuit_matrices(matrices: dict, *, title: str = "", xlabels: dict | None = 
 
 # --- chapter 6: smeared keys ------------------------------------------------------------------
 
-SMEAR_ARM_COLOURS = {"1 layer": "tab:red", "1 layer, smeared": "tab:orange", "2 layers": "tab:blue", "2 layers, smeared": "tab:green"}
+SMEAR_ARM_COLOURS = {
+    "1 layer": "tab:red",
+    "1 layer, smeared": "tab:orange",
+    "2 layers": "tab:blue",
+    "2 layers, smeared": "tab:green",
+}
 """Colour of each arm in the figures of chapter 6."""
 
 
-def arm_loss_curves(steps, curves: dict, *, threshold: float | None = None, phase_steps: dict | None = None,
-                    vocab: int | None = None, title: str = "Loss on repeated tokens, mean and range over seeds") -> Figure:
+def arm_loss_curves(
+    steps,
+    curves: dict,
+    *,
+    threshold: float | None = None,
+    phase_steps: dict | None = None,
+    vocab: int | None = None,
+    title: str = "Loss on repeated tokens, mean and range over seeds",
+) -> Figure:
     """Several arms' losses over training: mean line and min-max band over seeds, with phase-change marks.
 
     Args:
@@ -641,7 +820,9 @@ def smear_sigma_over_training(steps, sigma, *, highlight=None, mark: int | None 
             ax.axvline(mark, color="black", lw=0.8, ls="-.", label=f"phase change (step {mark})")
         for h in range(heads):
             thick = (layer, h) in strong
-            ax.plot(x, s[:, layer, h], lw=2.2 if thick else 1.0, label=f"L{layer}H{h}" + (" (induction)" if thick else ""))
+            ax.plot(
+                x, s[:, layer, h], lw=2.2 if thick else 1.0, label=f"L{layer}H{h}" + (" (induction)" if thick else "")
+            )
         ax.set_ylim(0, 1)
         ax.set_xlabel("training step")
         ax.set_title(f"layer {layer}", fontsize=9)
@@ -669,7 +850,13 @@ def ablation_effects(names: list[str], panels: dict[str, dict[str, object]], *, 
     for ax, (label, by_kind) in zip(axes[:, 0], panels.items()):
         width = 0.8 / len(by_kind)
         for j, (kind, values) in enumerate(by_kind.items()):
-            ax.bar(x - 0.4 + width * (j + 0.5), to_numpy(values), width * 0.92, color=ABLATION_COLOURS.get(kind), label=kind)
+            ax.bar(
+                x - 0.4 + width * (j + 0.5),
+                to_numpy(values),
+                width * 0.92,
+                color=ABLATION_COLOURS.get(kind),
+                label=kind,
+            )
         ax.axhline(0, color="black", lw=0.8)
         ax.set_ylabel(label, fontsize=8)
         ax.grid(axis="y", alpha=0.3)
@@ -695,7 +882,9 @@ def ablation_over_training(steps, change: dict[str, object], row_names: list[str
     fig, axes = new_figure(len(grids), 1, width=5.2, height=0.32 * len(row_names) + 1.6)
     edges = np.concatenate([[s[0] - (s[1] - s[0]) / 2], (s[1:] + s[:-1]) / 2, [s[-1] + (s[-1] - s[-2]) / 2]])
     for ax, (kind, grid) in zip(axes[0], grids.items()):
-        im = ax.pcolormesh(edges, np.arange(len(row_names) + 1) - 0.5, grid, cmap="RdBu_r", vmin=-vmax, vmax=vmax, shading="flat")
+        im = ax.pcolormesh(
+            edges, np.arange(len(row_names) + 1) - 0.5, grid, cmap="RdBu_r", vmin=-vmax, vmax=vmax, shading="flat"
+        )
         ax.set_yticks(range(len(row_names)), row_names, fontsize=8)
         ax.invert_yaxis()
         if window is not None:
@@ -708,7 +897,9 @@ def ablation_over_training(steps, change: dict[str, object], row_names: list[str
     return fig
 
 
-def icl_with_heads_removed(steps, curves: dict[str, object], *, window=None, styles: dict[str, dict] | None = None) -> Figure:
+def icl_with_heads_removed(
+    steps, curves: dict[str, object], *, window=None, styles: dict[str, dict] | None = None
+) -> Figure:
     """The ICL score over training, for the intact model and with groups of heads removed.
 
     Args:
@@ -762,7 +953,7 @@ def ablated_loss_grid(panels: list[tuple[object, object, str]], *, period: int |
     fig, axes = new_figure(ncols, nrows, width=5.0, height=2.8, sharey=True)
     for ax, (clean, ablated, title) in zip(axes.flat, panels):
         ablated_loss_along_sequence(clean, ablated, period=period, title=title, ax=ax)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     for ax in list(axes.flat)[1:]:
         if ax.get_legend() is not None:

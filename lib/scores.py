@@ -18,7 +18,7 @@ ones, i.e. when it learns in context; more negative = more in-context learning.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import torch
 import torch.nn.functional as F
@@ -44,7 +44,9 @@ def per_token_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
         from ``tokens[:, : p + 1]``.
     """
     if tokens.ndim != 2 or tokens.dtype != torch.int64:
-        raise ValueError(f"tokens must be a (batch, seq) int64 tensor, got shape {tuple(tokens.shape)} dtype {tokens.dtype}")
+        raise ValueError(
+            f"tokens must be a (batch, seq) int64 tensor, got shape {tuple(tokens.shape)} dtype {tokens.dtype}"
+        )
     return next_token_loss(model(tokens), tokens)
 
 
@@ -59,7 +61,9 @@ def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         ``(..., batch, seq - 1) float32``.
     """
     if logits.shape[-3:-1] != tokens.shape:
-        raise ValueError(f"logits (..., batch, seq, vocab) {tuple(logits.shape)} do not match tokens (batch, seq) {tuple(tokens.shape)}")
+        raise ValueError(
+            f"logits (..., batch, seq, vocab) {tuple(logits.shape)} do not match tokens (batch, seq) {tuple(tokens.shape)}"
+        )
     logprobs = F.log_softmax(logits[..., :-1, :].float(), dim=-1)
     target = tokens[:, 1:, None].expand(*logprobs.shape[:-1], 1)
     return -logprobs.gather(-1, target)[..., 0]
@@ -103,9 +107,13 @@ def attention_patterns(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
 
 def _check_pattern(pattern: torch.Tensor, tokens: torch.Tensor | None = None) -> None:
     if pattern.ndim < 4 or pattern.shape[-1] != pattern.shape[-2]:
-        raise ValueError(f"pattern must be (..., batch, heads, query, key) with query == key, got shape {tuple(pattern.shape)}")
+        raise ValueError(
+            f"pattern must be (..., batch, heads, query, key) with query == key, got shape {tuple(pattern.shape)}"
+        )
     if tokens is not None and (tokens.shape[0] != pattern.shape[-4] or tokens.shape[1] != pattern.shape[-1]):
-        raise ValueError(f"tokens {tuple(tokens.shape)} do not match pattern (batch, seq) {tuple(pattern.shape[-4:-3]) + tuple(pattern.shape[-1:])}")
+        raise ValueError(
+            f"tokens {tuple(tokens.shape)} do not match pattern (batch, seq) {tuple(pattern.shape[-4:-3]) + tuple(pattern.shape[-1:])}"
+        )
 
 
 def prefix_matching_mask(tokens: torch.Tensor) -> torch.Tensor:
@@ -198,7 +206,9 @@ def copying_score(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     return (own / scale).mean(dim=-1)
 
 
-def head_scores(model: nn.Module, prefix_tokens: torch.Tensor, train_tokens: torch.Tensor, copy_tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+def head_scores(
+    model: nn.Module, prefix_tokens: torch.Tensor, train_tokens: torch.Tensor, copy_tokens: torch.Tensor
+) -> dict[str, torch.Tensor]:
     """The three scores of every head.
 
     Args:
@@ -216,7 +226,9 @@ def head_scores(model: nn.Module, prefix_tokens: torch.Tensor, train_tokens: tor
     }
 
 
-def is_induction_head(prefix_matching: torch.Tensor, copying: torch.Tensor, threshold: float = INDUCTION_THRESHOLD) -> torch.Tensor:
+def is_induction_head(
+    prefix_matching: torch.Tensor, copying: torch.Tensor, threshold: float = INDUCTION_THRESHOLD
+) -> torch.Tensor:
     """The classifier: prefix matching ``>= threshold`` and copying ``> 0`` (element-wise ``bool``)."""
     if not 0 < threshold <= 1:
         raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
@@ -228,7 +240,9 @@ def is_induction_head(prefix_matching: torch.Tensor, copying: torch.Tensor, thre
 # ---------------------------------------------------------------------------------------------
 
 
-def over_checkpoints(model: nn.Module, checkpoints: Mapping[int, dict[str, torch.Tensor]], measure, steps: Iterable[int] | None = None) -> tuple[list[int], list]:
+def over_checkpoints(
+    model: nn.Module, checkpoints: Mapping[int, dict[str, torch.Tensor]], measure, steps: Iterable[int] | None = None
+) -> tuple[list[int], list]:
     """Load each checkpoint into ``model`` (in step order) and call ``measure(model)``.
 
     Leaves ``model`` holding the last checkpoint measured.

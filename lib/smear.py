@@ -41,8 +41,9 @@ up to about 0.97 and forms no induction head in 400 steps (``bench/smear_train.p
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 from torch import nn
@@ -93,7 +94,9 @@ def smear_keys(keys: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
         ``(batch, seq, heads, d_head)``.
     """
     if keys.ndim != 4 or sigma.shape != (keys.shape[2],):
-        raise ValueError(f"need keys (batch, seq, heads, d_head) and sigma (heads,); got {tuple(keys.shape)} and {tuple(sigma.shape)}")
+        raise ValueError(
+            f"need keys (batch, seq, heads, d_head) and sigma (heads,); got {tuple(keys.shape)} and {tuple(sigma.shape)}"
+        )
     previous = torch.cat([keys[:, :1], keys[:, :-1]], dim=1)  # position 0 is its own predecessor: unchanged
     weight = sigma.to(keys.dtype)[:, None]  # (heads, 1), broadcast over batch, seq, d_head
     return weight * keys + (1 - weight) * previous
@@ -132,7 +135,12 @@ def _attention_layers(model: nn.Module) -> tuple[int, int]:
     cfg = getattr(model, "cfg", None)
     n_layers, n_heads = getattr(cfg, "n_layers", 0), getattr(cfg, "n_heads", 0)
     blocks = getattr(model, "blocks", None) if cfg is not None else None
-    if not n_layers or not n_heads or blocks is None or not all(hasattr(getattr(b, "attn", None), "hook_k") for b in blocks):
+    if (
+        not n_layers
+        or not n_heads
+        or blocks is None
+        or not all(hasattr(getattr(b, "attn", None), "hook_k") for b in blocks)
+    ):
         raise ValueError(
             f"smeared keys need a transformer_lens model with attention layers (blocks.{{l}}.attn.hook_k); "
             f"got {type(model).__name__} with n_layers={n_layers!r}, n_heads={n_heads!r}"
@@ -163,7 +171,9 @@ def attach_smear(model: nn.Module, alpha: torch.Tensor | float = INIT_ALPHA) -> 
     device = model_device(model)
     if isinstance(alpha, torch.Tensor):
         if alpha.shape != (n_layers, n_heads):
-            raise ValueError(f"alpha must have shape (n_layers, n_heads) = ({n_layers}, {n_heads}), got {tuple(alpha.shape)}")
+            raise ValueError(
+                f"alpha must have shape (n_layers, n_heads) = ({n_layers}, {n_heads}), got {tuple(alpha.shape)}"
+            )
         values = alpha.to(device)
     elif isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
         values = torch.full((n_layers, n_heads), float(alpha), device=device)
@@ -274,4 +284,6 @@ def train_smeared(
     device: torch.device | str | None = None,
 ) -> tuple[nn.Module, History]:
     """The smeared model of chapter 6 (one layer by default), trained: ``train_model(..., smeared=True)``."""
-    return train_model(config, seed, smeared=True, train_config=train_config, evaluate=evaluate, alpha=alpha, device=device)
+    return train_model(
+        config, seed, smeared=True, train_config=train_config, evaluate=evaluate, alpha=alpha, device=device
+    )

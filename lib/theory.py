@@ -19,8 +19,8 @@ Frobenius norm a shrinkage of the whole matrix. Its multipliers give a dual cert
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import Tensor
@@ -43,9 +43,13 @@ def multiclass_margins(logits: Tensor, targets: Tensor) -> Tensor:
         ``(..., N)`` margins (positive = correct answer ranked first).
     """
     if targets.ndim != 1 or logits.shape[-2] != targets.shape[0]:
-        raise ValueError(f"targets must have shape (N,) matching logits (..., N, C); got {tuple(targets.shape)} and {tuple(logits.shape)}")
+        raise ValueError(
+            f"targets must have shape (N,) matching logits (..., N, C); got {tuple(targets.shape)} and {tuple(logits.shape)}"
+        )
     if targets.numel() and (targets.min() < 0 or targets.max() >= logits.shape[-1]):
-        raise ValueError(f"targets must index the {logits.shape[-1]} candidates, got range [{int(targets.min())}, {int(targets.max())}]")
+        raise ValueError(
+            f"targets must index the {logits.shape[-1]} candidates, got range [{int(targets.min())}, {int(targets.max())}]"
+        )
     index = targets.to(logits.device).view(*([1] * (logits.ndim - 2)), -1, 1).expand(*logits.shape[:-1], 1)
     correct = logits.gather(-1, index).squeeze(-1)
     others = logits.scatter(-1, index, float("-inf"))
@@ -190,9 +194,13 @@ def solve_max_margin(inputs: Tensor, targets: Tensor, n_rows: int, norm: str = "
         n_rows: number of candidate answers ``m`` (rows of ``W``).
     """
     if inputs.ndim != 2 or targets.shape != (inputs.shape[0],):
-        raise ValueError(f"inputs must be (N, n) and targets (N,), got {tuple(inputs.shape)} and {tuple(targets.shape)}")
+        raise ValueError(
+            f"inputs must be (N, n) and targets (N,), got {tuple(inputs.shape)} and {tuple(targets.shape)}"
+        )
     if targets.numel() and (targets.min() < 0 or targets.max() >= n_rows):
-        raise ValueError(f"targets must lie in [0, n_rows={n_rows}), got range [{int(targets.min())}, {int(targets.max())}]")
+        raise ValueError(
+            f"targets must lie in [0, n_rows={n_rows}), got range [{int(targets.min())}, {int(targets.max())}]"
+        )
     X, y = inputs.double(), targets.long()
     return solve_min_norm(lambda W: pairwise_margins(W, X, y).flatten(), (n_rows, inputs.shape[1]), norm, **solver)
 
@@ -256,7 +264,9 @@ def ocr_problem(task) -> OCRProblem:
     row_of[row_ids] = torch.arange(len(row_ids))
 
     def examples(subjects: Tensor, relation_of: Tensor, answer_of: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        tokens = torch.stack([task.subject_ids[subjects], relation_of[subjects], torch.full_like(subjects, task.eos_id)], 1)
+        tokens = torch.stack(
+            [task.subject_ids[subjects], relation_of[subjects], torch.full_like(subjects, task.eos_id)], 1
+        )
         bags = torch.zeros(len(subjects), len(col_ids)).scatter_add(1, col_of[tokens], torch.ones(tokens.shape))
         return tokens, bags, row_of[answer_of[subjects]], answer_of[subjects]
 
@@ -265,7 +275,17 @@ def ocr_problem(task) -> OCRProblem:
     implications = examples(task.train_subjects, task.implication_relation_of, task.implication_of)
     test = examples(task.test_subjects, task.implication_relation_of, task.implication_of)
     train = [torch.cat([a, b]) for a, b in zip(facts, implications)]
-    return OCRProblem(row_ids, col_ids, *train, *test, len(task.fact_value_ids), len(task.implication_value_ids), len(task.subject_ids), task.train_subjects.clone(), task.test_subjects.clone())
+    return OCRProblem(
+        row_ids,
+        col_ids,
+        *train,
+        *test,
+        len(task.fact_value_ids),
+        len(task.implication_value_ids),
+        len(task.subject_ids),
+        task.train_subjects.clone(),
+        task.test_subjects.clone(),
+    )
 
 
 def effective_block(model, problem: OCRProblem, eos_id: int) -> Tensor:

@@ -45,7 +45,10 @@ def ocr_checkpoint_explorer(blocks: dict[str, dict[int, object]], train_columns,
         "arm": widgets.ToggleButtons(options=list(blocks), description="model"),
         "step": widgets.SelectionSlider(options=steps, value=steps[-1], description="step", continuous_update=False),
     }
-    return figure_explorer(lambda arm, step: ocr_ov_blocks({f"{arm}, step {step}": blocks[arm][step]}, train_columns, **plot_kwargs), controls)
+    return figure_explorer(
+        lambda arm, step: ocr_ov_blocks({f"{arm}, step {step}": blocks[arm][step]}, train_columns, **plot_kwargs),
+        controls,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,6 +101,8 @@ def ablation_explorer(losses: dict, steps, names: list[str], *, period: int | No
 
     def draw(kind: str, head: str, step: int):
         v = losses[kind][steps.index(step)]
-        return plot.ablated_loss_along_sequence(v[0], v[names.index(head)], period=period, title=f"{kind} ablation of {head} at step {step}")
+        return plot.ablated_loss_along_sequence(
+            v[0], v[names.index(head)], period=period, title=f"{kind} ablation of {head} at step {step}"
+        )
 
     return figure_explorer(draw, controls)

@@ -35,7 +35,9 @@ def tags(cell: dict) -> list[str]:
 
 def dropdowns_to_details(markdown: str) -> str:
     """```{dropdown} Title ... ``` (or :::) -> <details><summary>Title</summary> ... </details>."""
-    return DROPDOWN.sub(lambda m: f"<details><summary>{m.group(2) or 'Show'}</summary>\n\n{m.group(3).strip()}\n\n</details>", markdown)
+    return DROPDOWN.sub(
+        lambda m: f"<details><summary>{m.group(2) or 'Show'}</summary>\n\n{m.group(3).strip()}\n\n</details>", markdown
+    )
 
 
 def student_notebook(nb: dict) -> dict:

@@ -8,7 +8,9 @@ from lib import induction as ind
 from lib.checks import CheckFailed, check_pattern_preserving_ablation
 from lib.scores import next_token_loss, per_token_loss
 
-CONFIG = ind.InductionConfig(n_layers=2, n_heads=3, d_model=32, d_head=8, vocab=24, seq_len=21, max_repeat=10, prefix_segment=5, init_std=0.3)
+CONFIG = ind.InductionConfig(
+    n_layers=2, n_heads=3, d_model=32, d_head=8, vocab=24, seq_len=21, max_repeat=10, prefix_segment=5, init_std=0.3
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +44,9 @@ def test_kinds_agree_exactly_in_the_last_layer(model, tokens, head):
 def test_kinds_differ_for_a_layer0_head(model, tokens):
     full = ab.ablated_loss(model, tokens, [(0, 1)], "full")
     preserved = ab.ablated_loss(model, tokens, [(0, 1)], "pattern-preserving")
-    assert (full - preserved).abs().max() > 1e-3, "layer-1 attention reads layer 0's output: freezing patterns must matter"
+    assert (full - preserved).abs().max() > 1e-3, (
+        "layer-1 attention reads layer 0's output: freezing patterns must matter"
+    )
 
 
 def test_batched_pass_equals_one_ablation_at_a_time(model, tokens):
@@ -127,7 +131,9 @@ def test_bad_input(model, tokens):
 
 def test_fraction_removed_and_names(model):
     assert ab.fraction_removed(-4.0, -1.0).item() == pytest.approx(0.75)
-    assert ab.fraction_removed(torch.tensor([-2.0, -2.0]), torch.tensor([-2.0, 0.5])).tolist() == pytest.approx([0.0, 1.25])
+    assert ab.fraction_removed(torch.tensor([-2.0, -2.0]), torch.tensor([-2.0, 0.5])).tolist() == pytest.approx(
+        [0.0, 1.25]
+    )
     assert ab.all_heads(model)[:4] == [(0, 0), (0, 1), (0, 2), (1, 0)]
     assert ab.each_head(model)[0] == [] and len(ab.each_head(model)) == 1 + 6
     assert ab.head_name((1, 2)) == "L1H2"

@@ -1,12 +1,14 @@
 """The built book (when present): one page per toc entry, and no notebook error output in any page."""
 
 import pytest
-
 from book import ROOT, resolve, toc_files
 
 HTML = ROOT / "_build" / "html"
 # Checks of `make book`'s output: `make book` runs them right after building (marker built_book).
-pytestmark = [pytest.mark.built_book, pytest.mark.skipif(not (HTML / "index.html").is_file(), reason="book not built; run `make book`")]
+pytestmark = [
+    pytest.mark.built_book,
+    pytest.mark.skipif(not (HTML / "index.html").is_file(), reason="book not built; run `make book`"),
+]
 
 ERROR_MARKERS = ("Traceback (most recent call last)", "output traceback")
 

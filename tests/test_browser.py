@@ -19,18 +19,26 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-
 from book import ROOT, resolve, toc_files
 
 HTML = ROOT / "_build" / "html"
 EXECUTED = ROOT / "_build" / "jupyter_execute"
 SHOTS = ROOT / "_build" / "screenshots"
 # Without these flags Chromium keeps retrying network connections on this offline machine.
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 
 # Checks of `make book`'s output: `make book` runs them right after building (marker built_book).
-pytestmark = [pytest.mark.built_book, pytest.mark.skipif(not (HTML / "index.html").is_file(), reason="book not built; run `make book`")]
+pytestmark = [
+    pytest.mark.built_book,
+    pytest.mark.skipif(not (HTML / "index.html").is_file(), reason="book not built; run `make book`"),
+]
 
 
 def chromium_path() -> str:
@@ -39,8 +47,10 @@ def chromium_path() -> str:
     if found:
         return found
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip("Chromium is not installed and cannot be installed here (needs root and apt-get): "
-                    "install Debian's `chromium` package to run the browser test")
+        pytest.skip(
+            "Chromium is not installed and cannot be installed here (needs root and apt-get): "
+            "install Debian's `chromium` package to run the browser test"
+        )
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -70,7 +80,10 @@ def browser(tmp_path_factory):
     with sync_api.sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")),  # a fresh user-data dir
-            executable_path=executable, headless=True, args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 900},
+            executable_path=executable,
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 900},
         )
         yield context
         context.close()
@@ -83,8 +96,11 @@ def expected_figures(page_path: Path) -> int:
         return 0
     nb = json.loads(executed.read_text())
     return sum(
-        1 for c in nb["cells"] if c["cell_type"] == "code"
-        for o in c.get("outputs", []) if "image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {})
+        1
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+        for o in c.get("outputs", [])
+        if "image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {})
     )
 
 
@@ -103,9 +119,14 @@ def test_page_renders_cleanly(rel, server, browser):
     # The machine is offline: answer requests for other hosts at once instead of letting them time out.
     page.route("**/*", lambda route: route.continue_() if is_own(route.request.url) else route.abort())
     page.on("pageerror", lambda err: own_errors.append(f"uncaught: {err}"))
-    page.on("console", lambda msg: own_errors.append(f"console: {msg.text} ({msg.location.get('url')})")
+    page.on(
+        "console",
+        lambda msg: (
+            own_errors.append(f"console: {msg.text} ({msg.location.get('url')})")
             if msg.type == "error" and is_own(msg.location.get("url", "")) and "Failed to load resource" not in msg.text
-            else None)
+            else None
+        ),
+    )
     response = page.goto(f"{server}/{rel.as_posix()}", wait_until="load")
     assert response is not None and response.ok, f"{rel}: HTTP {response.status if response else 'no response'}"
     page.wait_for_timeout(300)

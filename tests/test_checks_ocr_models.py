@@ -11,12 +11,21 @@ def stub(*args):
 
 
 CASES = [
-    (checks.check_factorized_forward, onelayer.forward_reference,
-     lambda W_O, W_V, W_KQ, tokens: onelayer.forward_reference(W_O, W_V, W_KQ.T, tokens)),  # K and Q swapped
-    (checks.check_candidate_accuracy, onelayer.candidate_accuracy,
-     lambda logits, answers, candidates: float((logits.argmax(1) == answers).float().mean())),  # argmax over all tokens
-    (checks.check_multiclass_margins, theory.multiclass_margins,
-     lambda logits, targets: logits.gather(1, targets[:, None]).squeeze(1) - logits.max(1).values),  # includes itself
+    (
+        checks.check_factorized_forward,
+        onelayer.forward_reference,
+        lambda W_O, W_V, W_KQ, tokens: onelayer.forward_reference(W_O, W_V, W_KQ.T, tokens),
+    ),  # K and Q swapped
+    (
+        checks.check_candidate_accuracy,
+        onelayer.candidate_accuracy,
+        lambda logits, answers, candidates: float((logits.argmax(1) == answers).float().mean()),
+    ),  # argmax over all tokens
+    (
+        checks.check_multiclass_margins,
+        theory.multiclass_margins,
+        lambda logits, targets: logits.gather(1, targets[:, None]).squeeze(1) - logits.max(1).values,
+    ),  # includes itself
     (checks.check_svt, theory.svt, lambda W, tau: W.sign() * (W.abs() - tau).clamp_min(0)),  # entry-wise shrinkage
 ]
 

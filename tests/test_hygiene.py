@@ -3,7 +3,6 @@
 import re
 
 import pytest
-
 from book import ROOT, code_cells, config, load, notebooks, resolve, source, tags, toc_files
 
 NOTEBOOKS = notebooks()
@@ -17,7 +16,11 @@ def test_every_toc_entry_exists():
 
 def test_every_chapter_is_in_the_toc():
     listed = {resolve(e).resolve() for e in toc_files()}
-    missing = [p.name for p in sorted((ROOT / "chapters").glob("*")) if p.suffix in (".ipynb", ".md") and p.resolve() not in listed]
+    missing = [
+        p.name
+        for p in sorted((ROOT / "chapters").glob("*"))
+        if p.suffix in (".ipynb", ".md") and p.resolve() not in listed
+    ]
     assert not missing, f"chapters not listed in _toc.yml: {missing}"
 
 
@@ -41,7 +44,9 @@ def test_committed_without_outputs(path):
 def test_starts_with_title_and_setup(path):
     nb = load(path)
     first = nb["cells"][0]
-    assert first["cell_type"] == "markdown" and re.match(r"# \S", source(first)), f"{path.name}: first cell must be a '# Title' markdown cell"
+    assert first["cell_type"] == "markdown" and re.match(r"# \S", source(first)), (
+        f"{path.name}: first cell must be a '# Title' markdown cell"
+    )
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     setup = code_cells(nb)[0]
     assert "setup" in tags(setup), f"{path.name}: the first code cell must be the setup cell (tag 'setup')"
@@ -62,7 +67,9 @@ def test_exercise_cells_are_tagged(path):
     for cell in code_cells(load(path)):
         t = tags(cell)
         if "exercise-stub" in t:
-            assert {"skip-execution", "nbval-skip"} <= set(t), f"{path.name}: stub needs tags skip-execution and nbval-skip: {source(cell)[:80]!r}"
+            assert {"skip-execution", "nbval-skip"} <= set(t), (
+                f"{path.name}: stub needs tags skip-execution and nbval-skip: {source(cell)[:80]!r}"
+            )
         if "solution" in t:
             assert "hide-input" in t, f"{path.name}: solution needs tag hide-input: {source(cell)[:80]!r}"
 
@@ -85,4 +92,5 @@ def test_exercise_headers_are_uniform(path):
                 assert match, f"{path.name}: exercise heading {line!r} is not '### Exercise {chapter}.k: title'"
                 assert int(match["chapter"]) == chapter, f"{path.name}: {line!r} is numbered for another chapter"
                 assert i + 1 < len(lines) and META.match(lines[i + 1]), (
-                    f"{path.name}: after {line!r} write '*Difficulty d of 3 · importance: ... · about N minutes*'")
+                    f"{path.name}: after {line!r} write '*Difficulty d of 3 · importance: ... · about N minutes*'"
+                )

@@ -140,9 +140,16 @@ def test_hand_built_head_weights_land_where_intended():
 
 
 def test_make_batch_fn_trains_with_lib_train():
-    config = ind.InductionConfig(n_layers=1, d_model=16, d_head=4, n_heads=2, vocab=32, seq_len=25, max_repeat=12, prefix_segment=6)
+    config = ind.InductionConfig(
+        n_layers=1, d_model=16, d_head=4, n_heads=2, vocab=32, seq_len=25, max_repeat=12, prefix_segment=6
+    )
     model = ind.make_model(config)
-    history = train(model, ind.make_batch_fn(config), ind.training_loss, TrainConfig(steps=30, lr=3e-3, batch_size=8, checkpoint_steps=(0, 30), progress=False))
+    history = train(
+        model,
+        ind.make_batch_fn(config),
+        ind.training_loss,
+        TrainConfig(steps=30, lr=3e-3, batch_size=8, checkpoint_steps=(0, 30), progress=False),
+    )
     assert history.loss.shape == (30,) and set(history.checkpoints) == {0, 30}
     assert history.loss[-5:].mean() < history.loss[:5].mean()
 

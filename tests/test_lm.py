@@ -11,8 +11,13 @@ from lib import lm, ocr
 from lib.checks import CheckFailed, check_mean_rank_by_pair, check_score_candidates
 from lib.train import TrainConfig
 
-TEXT = ["Zai Bou lives in Paris.", "Zai Bou speaks French.", "Kel Tra plays squash.", "Kel Tra listens to heavy metal.",
-        "To call Kel Tra, dial +33 first."]
+TEXT = [
+    "Zai Bou lives in Paris.",
+    "Zai Bou speaks French.",
+    "Kel Tra plays squash.",
+    "Kel Tra listens to heavy metal.",
+    "To call Kel Tra, dial +33 first.",
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +40,16 @@ def test_tokenizer_round_trip(tokenizer):
         words = tokenizer.decode(ids, skip_special_tokens=True)
         assert tokenizer(words)["input_ids"] == ids  # decode then encode gives the same tokens
         assert words.replace(" ", "") == sentence.replace(" ", "")  # nothing lost but spacing
-    assert tokenizer.convert_ids_to_tokens(tokenizer("Kel Tra listens to heavy metal.")["input_ids"]) == \
-        ["[BOS]", "Kel", "Tra", "listens", "to", "heavy", "metal", "."]
+    assert tokenizer.convert_ids_to_tokens(tokenizer("Kel Tra listens to heavy metal.")["input_ids"]) == [
+        "[BOS]",
+        "Kel",
+        "Tra",
+        "listens",
+        "to",
+        "heavy",
+        "metal",
+        ".",
+    ]
 
 
 def test_tokenizer_unknown_words_and_determinism(tokenizer):
@@ -63,7 +76,9 @@ def test_tiny_gpt2_shapes_and_seed(tokenizer):
     logits = a(input_ids=ids).logits
     assert logits.shape == (1, ids.shape[1], len(tokenizer))
     assert torch.equal(logits, b(input_ids=ids).logits)
-    assert not torch.equal(logits, lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=1, d_model=16, n_head=2, seed=4))(input_ids=ids).logits)
+    assert not torch.equal(
+        logits, lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=1, d_model=16, n_head=2, seed=4))(input_ids=ids).logits
+    )
 
 
 @pytest.mark.parametrize("bad", [dict(n_layer=0), dict(d_model=10, n_head=4), dict(max_len=True)])
@@ -160,8 +175,10 @@ def test_scoring_picks_the_right_candidate_on_a_hand_made_model(tokenizer):
     table[v["to"], v["heavy"]] = 3.0  # after "to": heavy, then metal
     table[v["heavy"], v["metal"]] = 4.0
     model = Bigram(table)
-    q = [ocr.Question(0, 0, "Zai Bou speaks", ("squash", "French", "Paris"), 1),
-         ocr.Question(1, 1, "Kel Tra listens to", ("French", "heavy metal"), 1)]
+    q = [
+        ocr.Question(0, 0, "Zai Bou speaks", ("squash", "French", "Paris"), 1),
+        ocr.Question(1, 1, "Kel Tra listens to", ("French", "heavy metal"), 1),
+    ]
     s0, s1 = lm.score_questions(model, tokenizer, q)
     assert s0.argmax() == 1 and s1.argmax() == 1
     # exact values: log-softmax of the table rows, summed over the candidate's tokens
@@ -173,8 +190,10 @@ def test_scoring_picks_the_right_candidate_on_a_hand_made_model(tokenizer):
 
 def test_batched_scores_equal_one_by_one_on_a_transformer(tokenizer):
     model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=2, d_model=16, n_head=2, seed=1))
-    q = [ocr.Question(0, 0, "Zai Bou speaks", ("French", "heavy metal", "+33"), 0),
-         ocr.Question(1, 0, "To call Kel Tra, dial", ("+33", "French"), 0)]
+    q = [
+        ocr.Question(0, 0, "Zai Bou speaks", ("French", "heavy metal", "+33"), 0),
+        ocr.Question(1, 0, "To call Kel Tra, dial", ("+33", "French"), 0),
+    ]
     together = lm.score_questions(model, tokenizer, q, batch_size=3)
     for question, scores in zip(q, together):
         for c, score in zip(question.candidates, scores):
@@ -225,12 +244,16 @@ def test_random_model_is_near_chance_and_pipeline_runs(small_task):
     tok = lm.task_tokenizer(small_task)
     chance = lm.chance_rank(small_task)
     assert chance == {p.name: (len(small_task.candidates(i)) - 1) / 2 for i, p in enumerate(small_task.pairs)}
-    ranks = [lm.mean_rank_per_pair(lm.tiny_gpt2(tok, lm.TinyLMConfig(d_model=16, n_head=2, seed=s)), tok, small_task)
-             for s in range(3)]
+    ranks = [
+        lm.mean_rank_per_pair(lm.tiny_gpt2(tok, lm.TinyLMConfig(d_model=16, n_head=2, seed=s)), tok, small_task)
+        for s in range(3)
+    ]
     mean = sum(sum(r.values()) for r in ranks) / (3 * len(chance))
     assert abs(mean - sum(chance.values()) / len(chance)) < 0.2 * sum(chance.values()) / len(chance)
     model = lm.tiny_gpt2(tok, lm.TinyLMConfig(d_model=16, n_head=2))
-    result = lm.fine_tune_and_rank(model, tok, small_task, TrainConfig(steps=3, batch_size=4, progress=False), forms=[0])
+    result = lm.fine_tune_and_rank(
+        model, tok, small_task, TrainConfig(steps=3, batch_size=4, progress=False), forms=[0]
+    )
     assert list(result.before) == list(result.after) == list(result.train_after) == list(chance)
     assert result.history.loss.shape == (3,)
 
@@ -280,7 +303,10 @@ def test_mean_rank_figure():
 
     from lib import plot
 
-    runs = {"before": {"a -> b": [3.0, 3.5], "c -> d": [1.0, 2.0]}, "after": {"a -> b": [0.5, 0.1], "c -> d": [0.0, 0.2]}}
+    runs = {
+        "before": {"a -> b": [3.0, 3.5], "c -> d": [1.0, 2.0]},
+        "after": {"a -> b": [0.5, 0.1], "c -> d": [0.0, 0.2]},
+    }
     chance = {"a -> b": 3.5, "c -> d": 1.5}
     fig = plot.ocr_mean_rank(runs, chance)
     assert len(fig.axes) == 1

@@ -80,16 +80,28 @@ def test_train_batch_thirds_and_fixed(minimal):
 
 def test_same_seed_same_task_other_seed_differs():
     a, b, c = build_symbolic(), build_symbolic(), build_symbolic(SymbolicConfig(seed=1))
-    assert a.tokens == b.tokens and torch.equal(a.fact_of, b.fact_of) and torch.equal(a.train_subjects, b.train_subjects)
+    assert (
+        a.tokens == b.tokens and torch.equal(a.fact_of, b.fact_of) and torch.equal(a.train_subjects, b.train_subjects)
+    )
     assert a.tokens[:80] != c.tokens[:80]
     assert not torch.equal(a.train_subjects, c.train_subjects)
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(seq_len=2), dict(n_noise=0), dict(n_subjects=0), dict(train_per_fact=0), dict(five_pairs=True, n_facts=21),
-    dict(train_per_fact=4), dict(n_subjects=39), dict(five_pairs=True, n_subjects=4, n_facts=5), dict(seed=-1),
-    dict(five_pairs=True, n_facts=65, n_subjects=400),
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(seq_len=2),
+        dict(n_noise=0),
+        dict(n_subjects=0),
+        dict(train_per_fact=0),
+        dict(five_pairs=True, n_facts=21),
+        dict(train_per_fact=4),
+        dict(n_subjects=39),
+        dict(five_pairs=True, n_subjects=4, n_facts=5),
+        dict(seed=-1),
+        dict(five_pairs=True, n_facts=65, n_subjects=400),
+    ],
+)
 def test_bad_symbolic_config(kwargs):
     with pytest.raises(ValueError):
         build_symbolic(SymbolicConfig(**kwargs))
@@ -108,7 +120,11 @@ def test_bad_group_and_sizes(minimal):
 
 
 def test_pairs_are_the_papers_five():
-    assert [p.name.split(" (")[0] for p in PAIRS] == ["city -> language"] * 2 + ["country -> calling code", "profession -> colour", "sport -> music"]
+    assert [p.name.split(" (")[0] for p in PAIRS] == ["city -> language"] * 2 + [
+        "country -> calling code",
+        "profession -> colour",
+        "sport -> music",
+    ]
 
 
 # --- no leakage, property-based over seeds and configs -------------------------------------------
@@ -138,9 +154,15 @@ def symbolic_configs(draw):
     n_facts = draw(st.sampled_from([5, 10]) if five else st.integers(1, 12))
     train = draw(st.integers(1, 3))
     per_fact = train + draw(st.integers(1, 3))
-    return SymbolicConfig(n_subjects=n_facts * per_fact + draw(st.integers(0, n_facts - 1)), n_facts=n_facts,
-                          train_per_fact=train, seq_len=draw(st.integers(3, 20)), n_noise=draw(st.integers(1, 6)),
-                          five_pairs=five, seed=draw(st.integers(0, 2**31)))
+    return SymbolicConfig(
+        n_subjects=n_facts * per_fact + draw(st.integers(0, n_facts - 1)),
+        n_facts=n_facts,
+        train_per_fact=train,
+        seq_len=draw(st.integers(3, 20)),
+        n_noise=draw(st.integers(1, 6)),
+        five_pairs=five,
+        seed=draw(st.integers(0, 2**31)),
+    )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -157,7 +179,10 @@ def test_symbolic_no_leakage(config):
     subject = x[:, :-2][x[:, :-2] < config.n_subjects]
     implication_rows = torch.isin(x[:, -2], t.implication_relation_of)
     assert not torch.isin(subject[implication_rows], t.test_subjects).any(), "a test implication leaked into training"
-    assert torch.isin(y[implication_rows], t.implication_value_ids).all() and torch.isin(y[~implication_rows], t.fact_value_ids).all()
+    assert (
+        torch.isin(y[implication_rows], t.implication_value_ids).all()
+        and torch.isin(y[~implication_rows], t.fact_value_ids).all()
+    )
     # test facts are trained on: the test subjects' fact rows are in the training mix
     assert torch.isin(subject[~implication_rows], t.test_subjects).any()
 
@@ -168,8 +193,13 @@ def sentence_configs(draw):
     values = draw(st.integers(1, 6))
     per_value = draw(st.integers(2, 7))
     frac = draw(st.floats(0.5 / per_value + 1e-6, 1 - 0.5 / per_value - 1e-6))
-    return SentenceConfig(n_subjects=n_pairs * values * per_value, values_per_pair=values, train_fraction=frac,
-                          pairs=PAIRS[:n_pairs], seed=draw(st.integers(0, 2**31)))
+    return SentenceConfig(
+        n_subjects=n_pairs * values * per_value,
+        values_per_pair=values,
+        train_fraction=frac,
+        pairs=PAIRS[:n_pairs],
+        seed=draw(st.integers(0, 2**31)),
+    )
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -181,7 +211,9 @@ def test_sentences_no_leakage(config):
     for i in t.test_subjects:
         name = re.compile(rf"\b{re.escape(t.names[i])}\b")
         mentions = [s for s in text if name.search(s)]
-        assert sorted(mentions) == sorted(t.fact_sentences(i)), "a test subject appears in training other than by its facts"
+        assert sorted(mentions) == sorted(t.fact_sentences(i)), (
+            "a test subject appears in training other than by its facts"
+        )
     for q in t.questions("test"):
         assert q.candidates[q.answer] == t.implication_of[q.subject]
     # the rule is learnable: every test subject's fact value has a training subject with the same value
@@ -279,39 +311,50 @@ def test_bad_train_fraction(fraction):
         split_subjects([0, 0, 0], fraction)
 
 
-@pytest.mark.parametrize("make, match", [
-    (lambda: SentenceConfig(n_subjects=4), "fewer subjects"),
-    (lambda: build_symbolic(SymbolicConfig(n_subjects=3, n_facts=5, five_pairs=True)), "fewer subjects"),
-    (lambda: assign_groups(2, 3, 1, torch.Generator()), "fewer subjects"),
-    (lambda: build_sentences(SentenceConfig(train_fraction=0.05)), "no training subject"),
-    (lambda: build_sentences(SentenceConfig(train_fraction=0.95)), "no test subject"),
-    (lambda: build_symbolic(SymbolicConfig(train_per_fact=4)), "no test subject"),
-    (lambda: split_subjects([0], 0.5), "no t"),
-    (lambda: split_subjects([], 0.5), "no subjects"),
-    (lambda: SentenceConfig(n_subjects=3, pairs=PAIRS[:1], values_per_pair=1, names=("Ana Bo", "Ana Bo", "Cy Do")), "duplicate subject names"),
-    (lambda: SentenceConfig(n_subjects=2, pairs=PAIRS[:1], names=("Ana Bo",)), "names"),
-    (lambda: RelationPair("x", "r1", "r2", (("a", "c1"), ("a", "c2"))), "not a function"),
-    (lambda: RelationPair("x", "r1", "r2", (("a", "c1"), ("a", "c1"))), "duplicate fact value"),
-    (lambda: RelationPair("x", "r1", "r2", (("a", "c1"), ("b", "c1"))), "duplicate implication values"),
-    (lambda: RelationPair("x", "r1", "r2", ()), "empty"),
-    (lambda: RelationPair("x", "r1", "r2", (("a", "c"),), fact_templates=("{s} likes it.",)), "lacks"),
-    (lambda: build_sentences(SentenceConfig(n_subjects=20, values_per_pair=1, pairs=(PAIRS[0], PAIRS[0]))), "duplicate relation pair names"),
-    (lambda: build_sentences(SentenceConfig(values_per_pair=13)), "unused fact values"),
-    (lambda: SymbolicConfig(seq_len=2), "too short for the layout"),
-    (lambda: SymbolicConfig(seq_len=4, n_noise=0), "n_noise"),
-    (lambda: mean_rank(torch.zeros(0, 3), []), "empty evaluation set"),
-    (lambda: mean_rank([], []), "empty evaluation set"),
-    (lambda: mean_rank(torch.zeros(2, 3), [0, 3]), "not among"),
-    (lambda: mean_rank(torch.zeros(2, 3), [0, -1]), "not among"),
-    (lambda: mean_rank(torch.zeros(2, 3), [0]), "answers"),
-    (lambda: mean_rank(torch.zeros(3), [0, 1, 2]), "2-D"),
-    (lambda: mean_rank(torch.tensor([[0.0, float("nan")]]), [0]), "finite"),
-    (lambda: answer_index(("French", "German"), "Dutch"), "does not contain"),
-    (lambda: build_sentences().questions("validation"), "unknown group"),
-    (lambda: build_sentences().fact_sentences(200), "subject"),
-    (lambda: build_sentences().candidates(5), "pair"),
-    (lambda: fictitious_names(-1), "non-negative"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: SentenceConfig(n_subjects=4), "fewer subjects"),
+        (lambda: build_symbolic(SymbolicConfig(n_subjects=3, n_facts=5, five_pairs=True)), "fewer subjects"),
+        (lambda: assign_groups(2, 3, 1, torch.Generator()), "fewer subjects"),
+        (lambda: build_sentences(SentenceConfig(train_fraction=0.05)), "no training subject"),
+        (lambda: build_sentences(SentenceConfig(train_fraction=0.95)), "no test subject"),
+        (lambda: build_symbolic(SymbolicConfig(train_per_fact=4)), "no test subject"),
+        (lambda: split_subjects([0], 0.5), "no t"),
+        (lambda: split_subjects([], 0.5), "no subjects"),
+        (
+            lambda: SentenceConfig(
+                n_subjects=3, pairs=PAIRS[:1], values_per_pair=1, names=("Ana Bo", "Ana Bo", "Cy Do")
+            ),
+            "duplicate subject names",
+        ),
+        (lambda: SentenceConfig(n_subjects=2, pairs=PAIRS[:1], names=("Ana Bo",)), "names"),
+        (lambda: RelationPair("x", "r1", "r2", (("a", "c1"), ("a", "c2"))), "not a function"),
+        (lambda: RelationPair("x", "r1", "r2", (("a", "c1"), ("a", "c1"))), "duplicate fact value"),
+        (lambda: RelationPair("x", "r1", "r2", (("a", "c1"), ("b", "c1"))), "duplicate implication values"),
+        (lambda: RelationPair("x", "r1", "r2", ()), "empty"),
+        (lambda: RelationPair("x", "r1", "r2", (("a", "c"),), fact_templates=("{s} likes it.",)), "lacks"),
+        (
+            lambda: build_sentences(SentenceConfig(n_subjects=20, values_per_pair=1, pairs=(PAIRS[0], PAIRS[0]))),
+            "duplicate relation pair names",
+        ),
+        (lambda: build_sentences(SentenceConfig(values_per_pair=13)), "unused fact values"),
+        (lambda: SymbolicConfig(seq_len=2), "too short for the layout"),
+        (lambda: SymbolicConfig(seq_len=4, n_noise=0), "n_noise"),
+        (lambda: mean_rank(torch.zeros(0, 3), []), "empty evaluation set"),
+        (lambda: mean_rank([], []), "empty evaluation set"),
+        (lambda: mean_rank(torch.zeros(2, 3), [0, 3]), "not among"),
+        (lambda: mean_rank(torch.zeros(2, 3), [0, -1]), "not among"),
+        (lambda: mean_rank(torch.zeros(2, 3), [0]), "answers"),
+        (lambda: mean_rank(torch.zeros(3), [0, 1, 2]), "2-D"),
+        (lambda: mean_rank(torch.tensor([[0.0, float("nan")]]), [0]), "finite"),
+        (lambda: answer_index(("French", "German"), "Dutch"), "does not contain"),
+        (lambda: build_sentences().questions("validation"), "unknown group"),
+        (lambda: build_sentences().fact_sentences(200), "subject"),
+        (lambda: build_sentences().candidates(5), "pair"),
+        (lambda: fictitious_names(-1), "non-negative"),
+    ],
+)
 def test_bad_input_raises_value_error(make, match):
     with pytest.raises(ValueError, match=match):
         make()
@@ -335,7 +378,7 @@ def test_check_split_subjects():
         groups = {}
         for i, g in enumerate(group_of):
             groups.setdefault(g, []).append(i)
-        train = sorted(i for m in groups.values() for i in m[:round(fraction * len(m))])
+        train = sorted(i for m in groups.values() for i in m[: round(fraction * len(m))])
         return train, sorted(set(range(len(group_of))) - set(train))
 
     with pytest.raises(CheckFailed, match="differs"):
@@ -373,8 +416,13 @@ from lib.ocr import markdown_table  # noqa: E402
 def test_figures(five):
     is_train = torch.zeros(80, dtype=torch.bool)
     is_train[five.train_subjects] = True
-    fig = plot.ocr_split(five.fact_of - five.fact_value_ids[0], is_train, [five.tokens[b] for b in five.fact_value_ids.tolist()],
-                         pair_of=five.pair_of, pair_names=five.pair_names)
+    fig = plot.ocr_split(
+        five.fact_of - five.fact_value_ids[0],
+        is_train,
+        [five.tokens[b] for b in five.fact_value_ids.tolist()],
+        pair_of=five.pair_of,
+        pair_names=five.pair_names,
+    )
     assert isinstance(fig, Figure)
     x, y = five.sample("test_facts", 4, torch.Generator())
     kinds = [[five.kind_of(t) for t in row.tolist()] for row in x]
@@ -386,7 +434,14 @@ def test_figures(five):
 
 
 def test_kinds_and_markdown(minimal):
-    assert [minimal.kind_of(i) for i in (0, 80, 82, 102, 122, 127)] == ["subject", "relation", "fact value", "implication value", "noise", "EOS"]
+    assert [minimal.kind_of(i) for i in (0, 80, 82, 102, 122, 127)] == [
+        "subject",
+        "relation",
+        "fact value",
+        "implication value",
+        "noise",
+        "EOS",
+    ]
     assert torch.equal(minimal.relation_ids, torch.tensor([80, 81]))
     with pytest.raises(ValueError):
         minimal.kind_of(128)

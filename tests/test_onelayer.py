@@ -1,7 +1,16 @@
 import pytest
 import torch
 
-from lib.onelayer import OneLayer, OneLayerConfig, factorize, forward_reference, member, merge, per_seed_batches, per_seed_loss
+from lib.onelayer import (
+    OneLayer,
+    OneLayerConfig,
+    factorize,
+    forward_reference,
+    member,
+    merge,
+    per_seed_batches,
+    per_seed_loss,
+)
 from lib.train import TrainConfig, train
 
 V, D = 12, 16
@@ -118,8 +127,8 @@ def test_bad_tokens_raise():
 
 
 def test_task_helpers_on_the_symbolic_task():
-    from lib.onelayer import ov_blocks, subject_order, train_on_task
     from lib.ocr import build_symbolic
+    from lib.onelayer import ov_blocks, subject_order, train_on_task
 
     task = build_symbolic()
     order, train_columns = subject_order(task)
@@ -128,7 +137,11 @@ def test_task_helpers_on_the_symbolic_task():
     fact_index = (task.fact_of[order][:, None] == task.fact_value_ids[None, :]).float().argmax(1)
     assert (fact_index.diff() >= 0).all(), "columns grouped by fact value"
     blocks = ov_blocks(torch.randn(128, 128), task, order)
-    assert blocks["implications"].shape == blocks["facts"].shape == (len(task.implication_value_ids), len(task.subject_ids))
+    assert (
+        blocks["implications"].shape
+        == blocks["facts"].shape
+        == (len(task.implication_value_ids), len(task.subject_ids))
+    )
     torch.testing.assert_close(blocks["facts"].mean(0), torch.zeros(len(task.subject_ids)), atol=1e-5, rtol=0)
     with pytest.raises(ValueError, match="vocab_size"):
         train_on_task(task, OneLayerConfig(task.vocab_size - 1))

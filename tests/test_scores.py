@@ -3,7 +3,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from lib import checks, scores as sc
+from lib import checks
+from lib import scores as sc
 from lib.induction import HandBuiltLayout, hand_built_model, previous_token_head_weights
 
 
@@ -99,7 +100,9 @@ def test_hand_built_scores():
 
     config = config_of(model)
     g = seeded_generator(0)
-    scores = sc.head_scores(model, prefix_matching_tokens(16, g, config), repeated_sequences(16, g, config)[0], torch.arange(1, 26))
+    scores = sc.head_scores(
+        model, prefix_matching_tokens(16, g, config), repeated_sequences(16, g, config)[0], torch.arange(1, 26)
+    )
     assert scores["prefix matching"][1, 0] > 0.99 and scores["copying"][1, 0] > 0.99
     assert scores["previous token"][0, 0] > 0.99 and scores["prefix matching"][0, 0] < 0.05
     assert sc.is_induction_head(scores["prefix matching"], scores["copying"]).tolist() == [[False], [True]]
@@ -128,7 +131,9 @@ def test_check_prefix_matching_score():
         checks.check_prefix_matching_score(stub)
 
     def wrong(pattern, tokens):  # attends to the earlier occurrence itself, not the token after it
-        mask = (tokens[:, None, :] == tokens[:, :, None]) & torch.ones(tokens.shape[1], tokens.shape[1], dtype=torch.bool).tril(-1)
+        mask = (tokens[:, None, :] == tokens[:, :, None]) & torch.ones(
+            tokens.shape[1], tokens.shape[1], dtype=torch.bool
+        ).tril(-1)
         has = mask.any(-1)
         return ((pattern * mask[:, None]).sum(-1) * has[:, None]).sum(dim=(0, 2)) / has.sum()
 

@@ -1,13 +1,15 @@
 import pytest
 import torch
 
-from lib import induction as ind
 from lib import checks
+from lib import induction as ind
 from lib import smear as sm
 from lib.scores import per_token_loss
 from lib.train import TrainConfig, train
 
-SMALL = ind.InductionConfig(n_layers=2, n_heads=2, d_model=16, d_head=8, vocab=16, seq_len=21, min_repeat=3, max_repeat=8, prefix_segment=5)
+SMALL = ind.InductionConfig(
+    n_layers=2, n_heads=2, d_model=16, d_head=8, vocab=16, seq_len=21, min_repeat=3, max_repeat=8, prefix_segment=5
+)
 
 
 def tokens(batch=3, seed=0):
@@ -57,13 +59,20 @@ def test_gradients_reach_alpha_and_training_moves_it():
     model.zero_grad(set_to_none=True)
     before = alpha.detach().clone()
     # given twice (in the model and as extra_params): trained once, no duplicate-parameter error
-    train(model, ind.make_batch_fn(SMALL), ind.training_loss, TrainConfig(steps=3, lr=1e-2, batch_size=4, progress=False),
-          extra_params=sm.smear_parameters(model))
+    train(
+        model,
+        ind.make_batch_fn(SMALL),
+        ind.training_loss,
+        TrainConfig(steps=3, lr=1e-2, batch_size=4, progress=False),
+        extra_params=sm.smear_parameters(model),
+    )
     assert not torch.equal(alpha.detach(), before)
 
 
 def test_state_dict_round_trip_and_checkpoints():
-    model, history = sm.train_model(SMALL, seed=1, train_config=TrainConfig(steps=4, lr=1e-2, batch_size=4, checkpoint_steps=(0, 4), progress=False))
+    model, history = sm.train_model(
+        SMALL, seed=1, train_config=TrainConfig(steps=4, lr=1e-2, batch_size=4, checkpoint_steps=(0, 4), progress=False)
+    )
     state = model.state_dict()
     assert sm.STATE_KEY in state and sm.STATE_KEY in history.checkpoints[4]
     torch.testing.assert_close(sm.sigma_of_state(history.checkpoints[0]), torch.full((2, 2), 0.5))

@@ -10,7 +10,6 @@ import ast
 import sys
 
 import pytest
-
 from book import ROOT, code_cells, load, notebooks, source, tags
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -25,7 +24,11 @@ def defined_names(code: str) -> set[str]:
 
 
 def significant_lines(code: str) -> list[str]:
-    return [ln.strip() for ln in code.splitlines() if ln.strip() and not ln.strip().startswith(("#", '"""', "def ", "return"))]
+    return [
+        ln.strip()
+        for ln in code.splitlines()
+        if ln.strip() and not ln.strip().startswith(("#", '"""', "def ", "return"))
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,11 @@ def test_no_solution_survives(path, student):
     student_code = "\n".join(source(c) for c in code_cells(st))
     for cell in code_cells(nb):
         if "solution" in tags(cell):
-            leaked = [ln for ln in significant_lines(source(cell)) if ln not in ("pass",) and ln in student_code and len(ln) > 12]
+            leaked = [
+                ln
+                for ln in significant_lines(source(cell))
+                if ln not in ("pass",) and ln in student_code and len(ln) > 12
+            ]
             assert not leaked, f"{path.name}: solution lines left in the student notebook: {leaked[:3]}"
 
 
@@ -57,9 +64,13 @@ def test_stubs_pair_with_solutions(path, student):
         stub_code, sol_code = source(cells[s]), source(cells[sol])
         assert sol == s + 1, f"{path.name}: the solution must be the next code cell after its stub"
         assert "NotImplementedError" in stub_code, f"{path.name}: stub must raise NotImplementedError"
-        assert defined_names(stub_code) == defined_names(sol_code) != set(), f"{path.name}: stub and solution define different names"
+        assert defined_names(stub_code) == defined_names(sol_code) != set(), (
+            f"{path.name}: stub and solution define different names"
+        )
         check = source(cells[sol + 1])
-        assert any(name in check for name in defined_names(sol_code)), f"{path.name}: the cell after a solution must check it"
+        assert any(name in check for name in defined_names(sol_code)), (
+            f"{path.name}: the cell after a solution must check it"
+        )
     # Student notebook with each stub replaced by its solution == the code the chapter runs.
     solution_of = {source(cells[s]): source(cells[sol]) for s, sol in zip(stubs, solutions)}
     solved = [solution_of.get(source(c), source(c)) for c in code_cells(student[path.name])]
@@ -92,16 +103,27 @@ def test_student_notebook_on_a_made_up_exercise():
             c.update(outputs=[{"output_type": "stream", "name": "stdout", "text": "x"}], execution_count=3)
         return c
 
-    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        cell("markdown", "# T"),
-        cell("code", "def f(x):\n    raise NotImplementedError", ["exercise-stub", "skip-execution", "nbval-skip"]),
-        cell("markdown", "```{dropdown} Hint\nDouble it.\n```"),
-        cell("code", "def f(x):\n    return x * 2 + 0  # the answer", ["solution", "hide-input"]),
-        cell("code", "check(f)"),
-    ]}
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            cell("markdown", "# T"),
+            cell("code", "def f(x):\n    raise NotImplementedError", ["exercise-stub", "skip-execution", "nbval-skip"]),
+            cell("markdown", "```{dropdown} Hint\nDouble it.\n```"),
+            cell("code", "def f(x):\n    return x * 2 + 0  # the answer", ["solution", "hide-input"]),
+            cell("code", "check(f)"),
+        ],
+    }
     st = make_student.student_notebook(nb)
     kinds = [(c["cell_type"], c["source"][:12]) for c in st["cells"]]
-    assert kinds == [("markdown", "# T"), ("markdown", "> **Workshop"), ("code", "def f(x):\n  "), ("markdown", "<details><su"), ("code", "check(f)")]
+    assert kinds == [
+        ("markdown", "# T"),
+        ("markdown", "> **Workshop"),
+        ("code", "def f(x):\n  "),
+        ("markdown", "<details><su"),
+        ("code", "check(f)"),
+    ]
     assert st["cells"][2]["metadata"]["tags"] == ["exercise-stub"]
     assert all(c["outputs"] == [] for c in st["cells"] if c["cell_type"] == "code")
     assert "x * 2" not in str(st)

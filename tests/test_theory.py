@@ -40,16 +40,26 @@ def test_max_margin_two_classes_is_the_svm():
 def test_multiclass_margins():
     logits = torch.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 5.0]])
     torch.testing.assert_close(multiclass_margins(logits, torch.tensor([0, 2])), torch.tensor([1.0, 0.0]))
-    torch.testing.assert_close(multiclass_margins(logits[None].repeat(2, 1, 1), torch.tensor([1, 0])), torch.tensor([[-2.0, -5.0]] * 2))
+    torch.testing.assert_close(
+        multiclass_margins(logits[None].repeat(2, 1, 1), torch.tensor([1, 0])), torch.tensor([[-2.0, -5.0]] * 2)
+    )
 
 
 def tiny_task():
     """4 subjects, 2 facts b0,b1 -> implications c0,c1; subjects 0,1 train, 2,3 test (one of each per fact)."""
     # ids: subjects 0-3, b 4-5, c 6-7, r1 8, r2 9, eos 10
     return SimpleNamespace(
-        vocab_size=11, subject_ids=torch.arange(4), fact_of=torch.tensor([4, 5, 4, 5]), implication_of=torch.tensor([6, 7, 6, 7]),
-        fact_relation_of=torch.full((4,), 8), implication_relation_of=torch.full((4,), 9), train_subjects=torch.tensor([0, 1]),
-        test_subjects=torch.tensor([2, 3]), fact_value_ids=torch.tensor([4, 5]), implication_value_ids=torch.tensor([6, 7]), eos_id=10,
+        vocab_size=11,
+        subject_ids=torch.arange(4),
+        fact_of=torch.tensor([4, 5, 4, 5]),
+        implication_of=torch.tensor([6, 7, 6, 7]),
+        fact_relation_of=torch.full((4,), 8),
+        implication_relation_of=torch.full((4,), 9),
+        train_subjects=torch.tensor([0, 1]),
+        test_subjects=torch.tensor([2, 3]),
+        fact_value_ids=torch.tensor([4, 5]),
+        implication_value_ids=torch.tensor([6, 7]),
+        eos_id=10,
     )
 
 
