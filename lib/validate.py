@@ -1,0 +1,84 @@
+"""Validation of public inputs, shared by every module: each check raises a ``ValueError`` that names the
+argument, what is allowed and what it got, and returns the value so it can be used inline.
+
+    steps = validate.positive_int("steps", steps)
+    kind = validate.one_of("kind", kind, ("factorized", "merged"))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+#: Seeds accepted by ``torch.Generator.manual_seed`` and by :func:`lib.device.seed_everything`.
+SEED_LIMIT = 2**63
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def int_at_least(name: str, value: object, minimum: int, why: str = "") -> int:
+    """``value`` as an integer ``>= minimum``; ``why`` (optional) is added to the message."""
+    if not _is_int(value) or value < minimum:  # type: ignore[operator]
+        allowed = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"{name} must be {allowed}{reason}, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def positive_int(name: str, value: object) -> int:
+    """``value`` as an integer ``>= 1``."""
+    return int_at_least(name, value, 1)
+
+
+def non_negative_int(name: str, value: object) -> int:
+    """``value`` as an integer ``>= 0``."""
+    return int_at_least(name, value, 0)
+
+
+def index(name: str, value: object, size: int, what: str = "") -> int:
+    """``value`` as an integer in ``[0, size)``; ``what`` (optional) follows the value in the message."""
+    if not _is_int(value) or not 0 <= value < size:  # type: ignore[operator]
+        where = f" in {what}" if what else ""
+        raise ValueError(f"{name} must be an integer in [0, {size - 1}], got {value!r}{where}")
+    return value  # type: ignore[return-value]
+
+
+def seed(value: object, name: str = "seed") -> int:
+    """``value`` as a seed: an integer in ``[0, 2**63)``."""
+    if not _is_int(value) or not 0 <= value < SEED_LIMIT:  # type: ignore[operator]
+        raise ValueError(f"{name} must be an integer in [0, 2**63), got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def fraction(name: str, value: object) -> float:
+    """``value`` as a number strictly between 0 and 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ValueError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def one_of(name: str, value: T, allowed: Collection[T]) -> T:
+    """``value`` if it is one of ``allowed``."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {sorted(allowed, key=str)}, got {value!r}")
+    return value
+
+
+def heads(entries: Iterable[object], n_layers: int, n_heads: int) -> tuple[tuple[int, int], ...]:
+    """``(layer, head)`` pairs naming distinct heads of a model with ``n_layers`` x ``n_heads`` heads."""
+    out: list[tuple[int, int]] = []
+    for entry in entries:
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
+            raise ValueError(f"a head must be a (layer, head) pair, got {entry!r}")
+        layer = index("layer", entry[0], n_layers, repr(entry))
+        head = index("head", entry[1], n_heads, repr(entry))
+        out.append((layer, head))
+    repeated = sorted({h for h in out if out.count(h) > 1})
+    if repeated:
+        names = [f"L{layer}H{head}" for layer, head in repeated]
+        raise ValueError(f"heads listed more than once: {names}; list each head once")
+    return tuple(out)
