@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine (see README.md):
 #   make book   build the executed HTML book into _build/html
-#   make test   run the whole test suite (lib unit tests + every chapter under nbval)
+#   make test   format check, lint and type check, then the whole test suite (lib unit tests + every chapter under nbval)
 # Both create .venv when missing and reinstall only when requirements.txt or pyproject.toml changed.
 
 PYTHON ?= python3
@@ -32,6 +32,9 @@ book: $(STAMP)
 	@echo "Book built: file://$(CURDIR)/_build/html/index.html"
 
 test: $(STAMP)
+	$(VENV)/bin/ruff format --check --quiet .
+	$(VENV)/bin/ruff check --quiet .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -m "not built_book" tests chapters
 
 student: $(STAMP)
@@ -45,4 +48,4 @@ serve: $(STAMP)
 	$(PY) -m http.server --directory _build/html --bind 127.0.0.1 8000
 
 clean:
-	rm -rf _build student .pytest_cache
+	rm -rf _build student .pytest_cache .mypy_cache .ruff_cache

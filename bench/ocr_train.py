@@ -59,7 +59,8 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(
-        f"device {pick_device()}, torch threads {torch.get_num_threads()}, {args.parameterization}, {args.steps} steps, batch {PAPER_TRAIN.batch_size}"
+        f"device {pick_device()}, torch threads {torch.get_num_threads()}, {args.parameterization}, "
+        f"{args.steps} steps, batch {PAPER_TRAIN.batch_size}"
     )
     for key, value in run(args.parameterization, args.steps).items():
         print(f"{key:>32}: {value:7.2f}")
