@@ -1,7 +1,21 @@
+"""lib.checks: compare's messages, and every exercise check against a stub, plausible wrong answers and the reference.
+
+``ROWS`` has one row per public ``check_*`` function of lib.checks; a new check without a row fails
+``test_every_check_has_a_row``. Every chapter's stub is a body of ``raise NotImplementedError`` and a check calls
+the learner's function with positional arguments, so one ``stub`` stands for all of them.
+"""
+
+import inspect
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
 import pytest
 import torch
 
+from lib import ablation, checks, induction, lm, ocr, onelayer, scores, smear, theory
 from lib.checks import CheckFailed, compare, same
+
+# --- compare and same ----------------------------------------------------------------------------
 
 
 def test_compare_passes_and_prints(capsys):
@@ -28,3 +42,201 @@ def test_same_tolerances_and_shapes():
     assert not same(torch.tensor([1, 2]), torch.tensor([1, 3]))
     assert same({"a": [1.0, 2]}, {"a": [1.0, 2]})
     assert not same([1, 2], [1, 2, 3])
+
+
+# --- plausible wrong answers, by chapter ---------------------------------------------------------
+# Chapter 1: the split and the metric.
+
+
+def split_subjects_rounding_half_to_even(group_of, fraction):  # Python's round() sends 1.5 to 2 but 0.5 to 0
+    groups = {}
+    for i, g in enumerate(group_of):
+        groups.setdefault(g, []).append(i)
+    train = sorted(i for m in groups.values() for i in m[: round(fraction * len(m))])
+    return train, sorted(set(range(len(group_of))) - set(train))
+
+
+def split_subjects_test_before_train(group_of, fraction):
+    return ocr.split_subjects(group_of, fraction)[::-1]
+
+
+def mean_rank_ignoring_ties(candidate_scores, answer):
+    return (candidate_scores > candidate_scores.gather(1, answer[:, None])).sum(1).float().mean().item()
+
+
+def mean_rank_one_indexed(candidate_scores, answer):
+    return ocr.mean_rank(candidate_scores, answer) + 1
+
+
+# Chapters 2-3: the one-layer models and the theory.
+
+
+def forward_with_key_and_query_swapped(W_O, W_V, W_KQ, tokens):
+    return onelayer.forward_reference(W_O, W_V, W_KQ.T, tokens)
+
+
+def accuracy_over_all_tokens(logits, answers, candidates):  # argmax over the whole vocabulary
+    return float((logits.argmax(1) == answers).float().mean())
+
+
+def margins_against_every_class(logits, targets):  # the max includes the target itself: never negative
+    return logits.gather(1, targets[:, None]).squeeze(1) - logits.max(1).values
+
+
+def svt_entry_wise(W, tau):  # shrinks the entries, not the singular values
+    return W.sign() * (W.abs() - tau).clamp_min(0)
+
+
+# Chapter 4: the pretrained-style language model.
+
+
+def score_first_token_only(model, tokenizer, prompt, candidates):  # wrong for multi-token candidates
+    n = len(tokenizer(prompt)["input_ids"])
+    out = []
+    for c in candidates:
+        ids = torch.tensor([tokenizer(f"{prompt} {c}")["input_ids"]])
+        out.append(model(input_ids=ids).logits[0, n - 1].log_softmax(-1)[ids[0, n]])
+    return torch.stack(out).detach()
+
+
+def mean_rank_over_all_pairs(questions, candidate_scores):  # one number for all pairs, copied to each
+    r = ocr.mean_rank(candidate_scores, [q.answer for q in questions])
+    return {p: r for p in sorted({q.pair for q in questions})}
+
+
+# Chapters 5-7: induction heads.
+
+
+def prefix_score_of_the_earlier_occurrence(pattern, tokens):  # attends to the repeat itself, not the token after it
+    seq = tokens.shape[1]
+    mask = (tokens[:, None, :] == tokens[:, :, None]) & torch.ones(seq, seq, dtype=torch.bool).tril(-1)
+    has = mask.any(-1)
+    return ((pattern * mask[:, None]).sum(-1) * has[:, None]).sum(dim=(0, 2)) / has.sum()
+
+
+def previous_token_head_attending_to_itself(layout, strength=20.0):
+    w = induction.previous_token_head_weights(layout, strength)
+    pos = torch.arange(layout.seq_len)
+    w["W_K"] = torch.zeros_like(w["W_K"])
+    w["W_K"][layout.position.start + pos, pos] = 1.0
+    return w
+
+
+def smear_keys_weights_swapped(keys, sigma):  # weights the previous key by sigma instead of the current one
+    previous = torch.cat([keys[:, :1], keys[:, :-1]], dim=1)
+    return sigma[:, None] * previous + (1 - sigma[:, None]) * keys
+
+
+def smear_keys_zero_first(keys, sigma):  # pads position 0 with a zero key instead of leaving it unchanged
+    previous = torch.cat([torch.zeros_like(keys[:, :1]), keys[:, :-1]], dim=1)
+    return sigma[:, None] * keys + (1 - sigma[:, None]) * previous
+
+
+def smear_keys_rolled(keys, sigma):  # torch.roll wraps the last key around to position 0
+    return sigma[:, None] * keys + (1 - sigma[:, None]) * keys.roll(1, dims=1)
+
+
+def pattern_preserving_ablation(model, tokens, layer, head):
+    return ablation.ablated_loss(model, tokens, [(layer, head)], "pattern-preserving")
+
+
+def full_ablation_instead(model, tokens, layer, head):
+    return ablation.ablated_loss(model, tokens, [(layer, head)], "full")
+
+
+def ablation_leaving_a_hook(model, tokens, layer, head):
+    model.blocks[0].attn.hook_z.add_hook(lambda z, hook: z)
+    return pattern_preserving_ablation(model, tokens, layer, head)
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+# (?s): an input such as a model prints on several lines
+DIFFERS = r"(?s)case \d+ of \d+ differs\.\n  input: .*\n  expected: .*\n  got: "
+NOT_IMPLEMENTED = r"not implemented yet; replace the `raise NotImplementedError` in your stub"
+
+
+class Wrong(NamedTuple):
+    answer: Callable[..., Any]
+    message: str = DIFFERS  # a regular expression the check's CheckFailed must match
+
+
+class Row(NamedTuple):
+    check: Callable[[Callable[..., Any]], None]
+    reference: Callable[..., Any]
+    wrong: tuple[Wrong, ...]
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+ROWS = [
+    Row(
+        checks.check_split_subjects,
+        ocr.split_subjects,
+        (Wrong(split_subjects_rounding_half_to_even), Wrong(split_subjects_test_before_train)),
+    ),
+    Row(checks.check_mean_rank, ocr.mean_rank, (Wrong(mean_rank_ignoring_ties), Wrong(mean_rank_one_indexed))),
+    Row(checks.check_factorized_forward, onelayer.forward_reference, (Wrong(forward_with_key_and_query_swapped),)),
+    Row(checks.check_candidate_accuracy, onelayer.candidate_accuracy, (Wrong(accuracy_over_all_tokens),)),
+    Row(checks.check_multiclass_margins, theory.multiclass_margins, (Wrong(margins_against_every_class),)),
+    Row(checks.check_svt, theory.svt, (Wrong(svt_entry_wise),)),
+    Row(checks.check_score_candidates, lm.score_candidates, (Wrong(score_first_token_only),)),
+    Row(checks.check_mean_rank_by_pair, lm.mean_rank_by_pair, (Wrong(mean_rank_over_all_pairs),)),
+    Row(
+        checks.check_prefix_matching_score,
+        scores.prefix_matching_score,
+        (Wrong(prefix_score_of_the_earlier_occurrence),),
+    ),
+    Row(
+        checks.check_previous_token_head,
+        induction.previous_token_head_weights,
+        (Wrong(previous_token_head_attending_to_itself),),
+    ),
+    Row(
+        checks.check_smear_keys,
+        smear.smear_keys,
+        (Wrong(smear_keys_weights_swapped), Wrong(smear_keys_zero_first), Wrong(smear_keys_rolled)),
+    ),
+    Row(
+        checks.check_pattern_preserving_ablation,
+        pattern_preserving_ablation,
+        (Wrong(full_ablation_instead), Wrong(ablation_leaving_a_hook, r"1 hook\(s\) left on the model")),
+    ),
+]
+
+BY_CHECK = [pytest.param(row, id=row.check.__name__) for row in ROWS]
+WRONG = [
+    pytest.param(row.check, wrong, id=f"{row.check.__name__}-{wrong.answer.__name__}")
+    for row in ROWS
+    for wrong in row.wrong
+]
+
+
+def test_every_check_has_a_row():
+    public = {
+        name
+        for name, function in inspect.getmembers(checks, inspect.isfunction)
+        if name.startswith("check_") and function.__module__ == checks.__name__
+    }
+    covered = {row.check.__name__ for row in ROWS}
+    assert public == covered, f"checks without a row: {public - covered}; rows of no public check: {covered - public}"
+
+
+@pytest.mark.parametrize("row", BY_CHECK)
+def test_check_accepts_the_reference(row, capsys):
+    row.check(row.reference)
+    assert "PASSED" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("row", BY_CHECK)
+def test_check_rejects_the_stub(row):
+    with pytest.raises(CheckFailed, match=NOT_IMPLEMENTED):
+        row.check(stub)
+
+
+@pytest.mark.parametrize("check, wrong", WRONG)
+def test_check_rejects_a_wrong_answer(check, wrong):
+    with pytest.raises(CheckFailed, match=wrong.message):
+        check(wrong.answer)

@@ -1,0 +1,41 @@
+"""Unit tests of lib.ocr's relation pairs: the paper's five, the counterfactual languages, RelationPair's checks."""
+
+import pytest
+
+from lib.ocr import CITY_LANGUAGE, CITY_LANGUAGE_COUNTERFACTUAL, PAIRS, RelationPair, build_sentences
+
+
+def test_pairs_are_the_papers_five():
+    assert [p.name.split(" (")[0] for p in PAIRS] == ["city -> language"] * 2 + [
+        "country -> calling code",
+        "profession -> colour",
+        "sport -> music",
+    ]
+
+
+def test_counterfactual_is_a_derangement_of_the_true_languages():
+    true = dict(CITY_LANGUAGE)
+    cf = dict(CITY_LANGUAGE_COUNTERFACTUAL)
+    assert cf.keys() == true.keys() and sorted(cf.values()) == sorted(true.values())
+    assert all(cf[city] != true[city] for city in true)
+    assert true["Paris"] == "French" and true["Tokyo"] == "Japanese"
+
+
+def test_true_and_counterfactual_pairs_use_different_cities():
+    t = build_sentences()
+    assert not set(t.values[0]) & set(t.values[1])
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: RelationPair("x", "r1", "r2", (("a", "c1"), ("a", "c2"))), "not a function"),
+        (lambda: RelationPair("x", "r1", "r2", (("a", "c1"), ("a", "c1"))), "duplicate fact value"),
+        (lambda: RelationPair("x", "r1", "r2", (("a", "c1"), ("b", "c1"))), "duplicate implication values"),
+        (lambda: RelationPair("x", "r1", "r2", ()), "empty"),
+        (lambda: RelationPair("x", "r1", "r2", (("a", "c"),), fact_templates=("{s} likes it.",)), "lacks"),
+    ],
+)
+def test_bad_relation_pair(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
