@@ -1,9 +1,10 @@
 """Open every chapter page of the built book in headless Chromium, as a reader would.
 
-Checks that each page renders without JavaScript errors from the book's own scripts, and shows at least
-as many figures as its executed notebook produced; saves a screenshot of each page under
-``_build/screenshots/``. Debian's chromium is installed when missing (as root, with apt-get); where that
-is impossible the test is skipped and says why. Runs after ``make book`` (which calls it).
+Checks that each page renders without JavaScript errors from the book's own scripts, shows at least as many
+figures as its executed notebook produced, and has no code, printed output or table wider than its column;
+saves a screenshot of each page under ``_build/screenshots/``. Debian's chromium is installed when missing
+(as root, with apt-get); where that is impossible the test is skipped and says why. Runs after ``make book``
+(which calls it).
 """
 
 from __future__ import annotations
@@ -104,6 +105,16 @@ def expected_figures(page_path: Path) -> int:
     )
 
 
+# Code and output blocks that scroll sideways, and printed tables wider than their cell: a reader at the
+# test's 1280-pixel window sees them cut at the column's right edge (the column holds about 81 characters).
+OVERFLOWING = """() => {
+  const blocks = [...document.querySelectorAll("div.cell_input pre, div.cell_output pre")]
+    .filter((e) => e.scrollWidth > e.clientWidth + 1);
+  const tables = [...document.querySelectorAll("div.cell_output table")]
+    .filter((t) => t.getBoundingClientRect().width > t.closest("div.cell_output").clientWidth + 1);
+  return [...blocks, ...tables].map((e) => e.innerText.split("\\n")[0].slice(0, 60));
+}"""
+
 PAGES = [resolve(e).relative_to(ROOT).with_suffix(".html") for e in toc_files()]
 
 
@@ -133,7 +144,9 @@ def test_page_renders_cleanly(rel, server, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{rel.stem}.png"), full_page=True)
     figures = page.locator("div.cell_output img").count()
+    cut_off = page.evaluate(OVERFLOWING)
     page.close()
     assert not own_errors, f"{rel}: JavaScript errors from the book's own scripts: {own_errors}"
     want = expected_figures(HTML / rel)
     assert figures >= want, f"{rel}: page shows {figures} figures, its notebook produced {want}"
+    assert not cut_off, f"{rel}: code, printed output or tables wider than the page's column (cut off): {cut_off}"
