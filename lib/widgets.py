@@ -4,16 +4,25 @@ static output beside the widget, because widgets need a live kernel and do not r
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+import numpy as np
+import torch
 from IPython.display import display
+from matplotlib.figure import Figure
+
+from lib import plot
+from lib.plot._common import Array, head_names
 
 
-def figure_explorer(draw, controls: dict[str, widgets.Widget]) -> widgets.VBox:
+def figure_explorer(draw: Callable[..., Figure], controls: Mapping[str, widgets.Widget]) -> widgets.VBox:
     """A box of ``controls`` above an output area showing ``draw(**values)`` (a Figure), redrawn on change."""
     out = widgets.Output()
 
-    def redraw(_=None):
+    def redraw(_: object = None) -> None:
         with out:
             out.clear_output(wait=True)
             fig = draw(**{name: w.value for name, w in controls.items()})
@@ -31,22 +40,23 @@ def figure_explorer(draw, controls: dict[str, widgets.Widget]) -> widgets.VBox:
 # ---------------------------------------------------------------------------------------------
 
 
-def ocr_checkpoint_explorer(blocks: dict[str, dict[int, object]], train_columns, **plot_kwargs) -> widgets.VBox:
+def ocr_checkpoint_explorer(
+    blocks: Mapping[str, Mapping[int, Array]], train_columns: Array, **plot_kwargs: Any
+) -> widgets.VBox:
     """Chapter 2: a slider over training checkpoints and a factorized/merged toggle, redrawing the heatmap.
 
     Args:
         blocks: arm -> step -> ``(rows, n_subjects)`` output-value block (columns in display order).
         train_columns: column indices of training subjects (marked on the heatmap).
+        plot_kwargs: keyword arguments of :func:`lib.plot.ocr_ov_blocks` (labels, title).
     """
-    from lib.plot import ocr_ov_blocks
-
     steps = sorted(next(iter(blocks.values())))
     controls = {
         "arm": widgets.ToggleButtons(options=list(blocks), description="model"),
         "step": widgets.SelectionSlider(options=steps, value=steps[-1], description="step", continuous_update=False),
     }
     return figure_explorer(
-        lambda arm, step: ocr_ov_blocks({f"{arm}, step {step}": blocks[arm][step]}, train_columns, **plot_kwargs),
+        lambda arm, step: plot.ocr_ov_blocks({f"{arm}, step {step}": blocks[arm][step]}, train_columns, **plot_kwargs),
         controls,
     )
 
@@ -56,7 +66,9 @@ def ocr_checkpoint_explorer(blocks: dict[str, dict[int, object]], train_columns,
 # ---------------------------------------------------------------------------------------------
 
 
-def attention_explorer(patterns, steps, tokens=None) -> widgets.VBox:
+def attention_explorer(
+    patterns: torch.Tensor | np.ndarray, steps: Sequence[int], tokens: Array | None = None
+) -> widgets.VBox:
     """A checkpoint slider and a head selector over attention patterns on one sequence.
 
     Args:
@@ -64,24 +76,28 @@ def attention_explorer(patterns, steps, tokens=None) -> widgets.VBox:
         steps: the ``n_checkpoints`` training steps. tokens: ``(seq,)`` for the axis labels.
     Static twin: :func:`lib.plot.attention_before_during_after`.
     """
-    from lib import plot
-
     steps = [int(s) for s in steps]
     _, layers, heads = patterns.shape[:3]
-    names = [f"L{l}H{h}" for l in range(layers) for h in range(heads)]
+    names = head_names(layers, heads)
     controls = {
         "step": widgets.SelectionSlider(options=steps, value=steps[-1], description="step", continuous_update=False),
         "head": widgets.Dropdown(options=names, value=names[-1], description="head"),
     }
 
-    def draw(step: int, head: str):
+    def draw(step: int, head: str) -> Figure:
         layer, h = int(head[1 : head.index("H")]), int(head[head.index("H") + 1 :])
         return plot.attention_pattern(patterns[steps.index(step), layer, h], tokens, title=f"{head} at step {step}")
 
     return figure_explorer(draw, controls)
 
 
-def ablation_explorer(losses: dict, steps, names: list[str], *, period: int | None = None) -> widgets.VBox:
+def ablation_explorer(
+    losses: Mapping[str, torch.Tensor | np.ndarray],
+    steps: Sequence[int],
+    names: Sequence[str],
+    *,
+    period: int | None = None,
+) -> widgets.VBox:
     """Chapter 7: pick an ablation kind, a head and a checkpoint; see one sequence's per-token loss with and without it.
 
     Args:
@@ -90,8 +106,6 @@ def ablation_explorer(losses: dict, steps, names: list[str], *, period: int | No
         steps: the ``n_checkpoints`` training steps. period: the sequence's repeat period.
     Static twin: :func:`lib.plot.ablated_loss_grid`.
     """
-    from lib import plot
-
     steps = [int(s) for s in steps]
     controls = {
         "kind": widgets.ToggleButtons(options=list(losses), description="ablation"),
@@ -99,7 +113,7 @@ def ablation_explorer(losses: dict, steps, names: list[str], *, period: int | No
         "step": widgets.SelectionSlider(options=steps, value=steps[-1], description="step", continuous_update=False),
     }
 
-    def draw(kind: str, head: str, step: int):
+    def draw(kind: str, head: str, step: int) -> Figure:
         v = losses[kind][steps.index(step)]
         return plot.ablated_loss_along_sequence(
             v[0], v[names.index(head)], period=period, title=f"{kind} ablation of {head} at step {step}"

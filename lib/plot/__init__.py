@@ -1,0 +1,75 @@
+"""Every static figure the chapters show, one module per topic.
+
+Functions take data (tensors, arrays, dicts of numbers) and return a ``matplotlib.figure.Figure``;
+they never train. Labels in plain words; diverging colour maps centred at zero for signed weights.
+Chapters call them through this package, e.g. ``from lib import plot; plot.ocr_loss_curves(...)``.
+
+- :mod:`lib.plot.ocr`: out-of-context reasoning (chapters 1-4).
+- :mod:`lib.plot.induction`: induction heads (chapter 5).
+- :mod:`lib.plot.smear`: smeared keys (chapter 6).
+- :mod:`lib.plot.ablation`: ablation (chapter 7).
+- :mod:`lib.plot._common`: the helpers they share (conversion to NumPy, axes set-up, labels, layout).
+"""
+
+from lib.plot.ablation import (
+    ablated_loss_along_sequence,
+    ablated_loss_grid,
+    ablation_effects,
+    ablation_over_training,
+    icl_with_heads_removed,
+)
+from lib.plot.induction import (
+    attention_before_during_after,
+    attention_pattern,
+    circuit_matrices,
+    head_scores_over_training,
+    icl_score_curve,
+    induction_head_classifier,
+    loss_along_sequence,
+    loss_by_position_image,
+    loss_pca_trajectory,
+    phase_change_curves,
+)
+from lib.plot.ocr import (
+    ocr_loss_curves,
+    ocr_mean_rank,
+    ocr_ov_blocks,
+    ocr_pair_losses,
+    ocr_rank_sweep,
+    ocr_spectra,
+    ocr_split,
+    ocr_token_layout,
+)
+from lib.plot.smear import arm_loss_curves, smear_sigma_over_training
+
+__all__ = [
+    # out-of-context reasoning (chapters 1-4)
+    "ocr_split",
+    "ocr_token_layout",
+    "ocr_loss_curves",
+    "ocr_ov_blocks",
+    "ocr_rank_sweep",
+    "ocr_pair_losses",
+    "ocr_spectra",
+    "ocr_mean_rank",
+    # induction heads (chapter 5)
+    "phase_change_curves",
+    "icl_score_curve",
+    "loss_by_position_image",
+    "loss_pca_trajectory",
+    "head_scores_over_training",
+    "induction_head_classifier",
+    "attention_pattern",
+    "attention_before_during_after",
+    "loss_along_sequence",
+    "circuit_matrices",
+    # smeared keys (chapter 6)
+    "arm_loss_curves",
+    "smear_sigma_over_training",
+    # ablation (chapter 7)
+    "ablation_effects",
+    "ablation_over_training",
+    "icl_with_heads_removed",
+    "ablated_loss_along_sequence",
+    "ablated_loss_grid",
+]

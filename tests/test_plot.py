@@ -1,0 +1,284 @@
+"""Smoke tests of every figure in lib.plot: tiny inputs shaped like the chapters', a Figure with labelled axes
+that draws and closes cleanly. A new plot function needs a case in CASES (test_every_function_has_a_case)."""
+
+import importlib
+import inspect
+import math
+import pkgutil
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from lib import plot
+
+plt.switch_backend("Agg")
+
+generator = torch.Generator().manual_seed(0)
+
+
+def rand(*shape: int, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
+    """Uniform numbers in ``[low, high)``, drawn from the module's seeded generator."""
+    return low + (high - low) * torch.rand(*shape, generator=generator)
+
+
+def attention(seq: int) -> torch.Tensor:
+    """A causal ``(seq, seq)`` attention pattern, rows summing to one."""
+    scores = rand(seq, seq).masked_fill(torch.ones(seq, seq).triu(1).bool(), -math.inf)
+    return scores.softmax(-1)
+
+
+STEPS = [0, 10, 20, 40]  # uneven, like checkpoints that thicken around the phase change
+WINDOW = (10, 20)
+TOKENS = torch.tensor([0, 5, 6, 7, 5, 6, 7])  # BOS, then a period-3 repeat
+SEQ_LOSS = rand(len(TOKENS) - 1, low=0.1, high=3.0)
+SUBJECT_FACT = torch.arange(16) % 4  # 16 subjects, 4 facts: the split figure needs ~16 columns to lay out
+IS_TRAIN = torch.arange(16) < 4  # one training subject per fact
+PAIRS = ["a -> b (speaks)", "c -> d"]
+OCR_BLOCK_TITLES = ["factorized: implications x subjects", "merged: implications x subjects", "factorized: facts"]
+ARMS = ["1 layer", "1 layer, smeared", "2 layers", "2 layers, smeared"]
+HEAD_NAMES = ["L0H0", "L0H1", "L1H0"]
+
+# (function name, case id, positional arguments, keyword arguments), shaped like the chapters' calls
+CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
+    # --- out-of-context reasoning (chapters 1-4)
+    (
+        "ocr_split",
+        "pairs",
+        (SUBJECT_FACT, IS_TRAIN, list("ABCD")),
+        {"pair_of": SUBJECT_FACT // 2, "pair_names": PAIRS, "title": "tiny split"},
+    ),
+    ("ocr_split", "one pair", (SUBJECT_FACT % 2, IS_TRAIN.tolist(), ["b0 → c0", "b1 → c1"]), {}),
+    (
+        "ocr_token_layout",
+        "with kind grid",
+        (["n3", "Zai", "speaks", "EOS"], ["noise", "subject", "relation", "EOS"], "French"),
+        {"kind_grid": torch.tensor([[0, 1, 2, 3], [1, 0, 2, 3], [0, 1, 2, 3]])},
+    ),
+    ("ocr_token_layout", "alone", (["Zai", "speaks", "EOS"], ["subject", "relation", "EOS"], "French"), {}),
+    (
+        "ocr_loss_curves",
+        "two arms",
+        (
+            STEPS,
+            {arm: {"train": rand(2, 4, low=0.01), "test": rand(2, 4, low=1.0)} for arm in ("factorized", "merged")},
+        ),
+        {"chance": math.log(20)},
+    ),
+    (
+        "ocr_ov_blocks",
+        "grid with an empty cell",
+        ({title: rand(4, 8, low=-1) for title in OCR_BLOCK_TITLES}, [0, 2, 4, 6]),
+        {"ncols": 2, "ylabel": "answer value", "title": "blocks"},
+    ),
+    (
+        "ocr_rank_sweep",
+        "three ranks",
+        ((3, 4, 8), rand(3, 2, low=0.5, high=3.0)),
+        {"chance": math.log(20), "train_losses": rand(3, 2, low=0.01, high=0.1)},
+    ),
+    (
+        "ocr_pair_losses",
+        "two pairs",
+        (PAIRS, {"factorized": rand(3, 2, low=0.5), "merged": rand(3, 2, low=1.0, high=2.0)}),
+        {"floors": [math.log(4)] * 2},
+    ),
+    (
+        "ocr_spectra",
+        "trained and solutions",
+        (
+            {
+                "factorized (trained)": torch.tensor([4.0, 2.0, 0.1, 0.01]),
+                "merged (trained)": torch.tensor([3.0, 2.5, 2.0, 1.0]),
+                "min nuclear norm": np.array([1.0, 0.5, 1e-4, 1e-5]),
+            },
+        ),
+        {"top": 3},
+    ),
+    (
+        "ocr_mean_rank",
+        "with reference",
+        (
+            {"before": {p: [3.0, 3.5] for p in PAIRS}, "after": {p: [0.5, 0.1] for p in PAIRS}},
+            {p: 3.5 for p in PAIRS},
+        ),
+        {"reference": {"model": [0.1, 0.2]}, "reference_title": "as reported", "title": "tiny"},
+    ),
+    # --- induction heads (chapter 5)
+    (
+        "phase_change_curves",
+        "with control",
+        (STEPS, rand(4, low=0.1, high=4.0), rand(4, low=3.0, high=4.0)),
+        {"window": WINDOW, "control_repeated": rand(4, low=2.0, high=4.0), "vocab": 64},
+    ),
+    (
+        "icl_score_curve",
+        "with control",
+        (STEPS, rand(4, low=-4.0, high=0.0)),
+        {"window": WINDOW, "control_icl": rand(4, low=-1.0, high=0.0), "early": 2, "late": 48},
+    ),
+    ("loss_by_position_image", "uneven steps", (STEPS, rand(4, 6, high=4.0)), {"window": WINDOW}),
+    (
+        "loss_pca_trajectory",
+        "with control",
+        (rand(4, 2, low=-1), STEPS),
+        {"window": WINDOW, "explained": torch.tensor([0.6, 0.3]), "control_coords": rand(4, 2, low=-1)},
+    ),
+    ("loss_pca_trajectory", "alone", (rand(4, 2, low=-1), STEPS), {}),
+    (
+        "head_scores_over_training",
+        "signed and unsigned",
+        (STEPS, {"prefix matching": rand(4, 2, 2), "copying": rand(4, 2, 2, low=-1)}),
+        {"window": WINDOW},
+    ),
+    (
+        "induction_head_classifier",
+        "two models",
+        (
+            {
+                "2 layers (trained)": {"prefix matching": rand(2, 2), "copying": rand(2, 2, low=-1)},
+                "hand-built": {"prefix matching": rand(2, 2), "copying": rand(2, 2, low=-1)},
+            },
+            0.75,
+        ),
+        {},
+    ),
+    ("attention_pattern", "with tokens", (attention(len(TOKENS)), TOKENS), {"title": "L1H0"}),
+    ("attention_pattern", "long sequence", (attention(20),), {}),
+    (
+        "attention_before_during_after",
+        "three steps",
+        ([attention(len(TOKENS)) for _ in range(3)], ["step 0", "step 10", "step 20"], TOKENS),
+        {"head_name": "L1H0"},
+    ),
+    ("loss_along_sequence", "with period", (SEQ_LOSS,), {"period": 3, "vocab": 8, "title": "period 3"}),
+    (
+        "circuit_matrices",
+        "QK and OV",
+        ({"QK": rand(4, 4, low=-1), "OV": rand(4, 3, low=-1)},),
+        {
+            "title": "a head",
+            "xlabels": {"QK": "key position", "OV": "previous slot"},
+            "ylabels": {"QK": "query position", "OV": "token"},
+        },
+    ),
+    # --- smeared keys (chapter 6)
+    (
+        "arm_loss_curves",
+        "four arms",
+        (STEPS, {arm: rand(2, 4, low=0.1, high=4.0) for arm in ARMS}),
+        {"threshold": 1.0, "phase_steps": {"1 layer": [None, None], "2 layers": [10, 20]}, "vocab": 64},
+    ),
+    (
+        "smear_sigma_over_training",
+        "two layers",
+        (STEPS, rand(4, 2, 2)),
+        {"highlight": [(1, 0)], "mark": 10, "title": "two layers"},
+    ),
+    # --- ablation (chapter 7)
+    (
+        "ablation_effects",
+        "two panels",
+        (
+            HEAD_NAMES,
+            {
+                "share of ICL score removed": {"full": rand(3), "pattern-preserving": rand(3)},
+                "loss change, repeated tokens (nats)": {"full": rand(3, low=-1), "pattern-preserving": rand(3, low=-1)},
+            },
+        ),
+        {"title": "removing heads"},
+    ),
+    (
+        "ablation_over_training",
+        "two kinds",
+        (STEPS, {"full": rand(4, 3, low=-1), "pattern-preserving": rand(4, 3, low=-1)}, HEAD_NAMES),
+        {"window": WINDOW},
+    ),
+    (
+        "icl_with_heads_removed",
+        "styled",
+        (STEPS, {"intact": rand(4, low=-4), "induction heads removed": rand(4, low=-1)}),
+        {"window": WINDOW, "styles": {"intact": {"color": "black", "lw": 2}}},
+    ),
+    (
+        "ablated_loss_along_sequence",
+        "one head",
+        (SEQ_LOSS, SEQ_LOSS + rand(len(SEQ_LOSS), low=-0.5, high=1.0)),
+        {"period": 3, "title": "full ablation of L1H0"},
+    ),
+    (
+        "ablated_loss_grid",
+        "grid with an empty cell",
+        ([(SEQ_LOSS, SEQ_LOSS + rand(len(SEQ_LOSS), low=-0.5), f"ablation {i}") for i in range(3)],),
+        {"period": 3},
+    ),
+]
+
+
+def data_axes(fig: Figure) -> list[Axes]:
+    """The visible panels of ``fig`` that show data (not colour bars, not hidden or empty cells)."""
+    return [ax for ax in fig.axes if ax.get_visible() and ax.has_data() and ax.get_label() != "<colorbar>"]
+
+
+@pytest.mark.filterwarnings("error")  # e.g. "Tight layout not applied": a figure that cannot lay out its panels
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs"),
+    [pytest.param(name, args, kwargs, id=f"{name}-{case}") for name, case, args, kwargs in CASES],
+)
+def test_figure(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    open_before = plt.get_fignums()
+    fig = getattr(plot, name)(*args, **kwargs)
+    assert isinstance(fig, Figure)
+    assert len(plt.get_fignums()) == len(open_before) + 1, "a figure function opens exactly one figure"
+    fig.canvas.draw()  # legends, layouts and colour bars fail at draw time, not at call time
+    panels = data_axes(fig)
+    assert panels, f"{name}: no axes with data"
+    for ax in panels:
+        assert ax.get_title() or ax.get_xlabel() or ax.get_ylabel(), f"{name}: a panel without title or axis labels"
+    plotted = [ax for ax in panels if ax.axison]
+    assert not plotted or any(ax.get_xlabel() or ax.get_ylabel() for ax in plotted), f"{name}: no axis is labelled"
+    plt.close(fig)
+    assert plt.get_fignums() == open_before
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("attention_pattern", (attention(len(TOKENS)), TOKENS)),
+        ("ablated_loss_along_sequence", (SEQ_LOSS, SEQ_LOSS + 0.5)),
+    ],
+)
+def test_draws_into_a_given_panel(name: str, args: tuple[Any, ...]) -> None:
+    fig, ax = plt.subplots()
+    assert getattr(plot, name)(*args, title="given panel", ax=ax) is fig
+    assert len(fig.axes) == 1 and ax.has_data() and ax.get_title() == "given panel"
+    plt.close(fig)
+
+
+def public_functions() -> set[str]:
+    """Names of the public functions defined in the topic modules of lib.plot."""
+    names = set()
+    for info in pkgutil.iter_modules(plot.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{plot.__name__}.{info.name}")
+        names |= {
+            name
+            for name, value in vars(module).items()
+            if inspect.isfunction(value) and value.__module__ == module.__name__ and not name.startswith("_")
+        }
+    return names
+
+
+def test_all_lists_every_public_function() -> None:
+    assert len(plot.__all__) == len(set(plot.__all__))
+    assert set(plot.__all__) == public_functions()
+    assert all(inspect.isfunction(getattr(plot, name)) for name in plot.__all__)
+
+
+def test_every_function_has_a_case() -> None:
+    assert {name for name, *_ in CASES} == set(plot.__all__)
