@@ -18,33 +18,42 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
 
 import torch
 
-from lib import ablation as ab
-from lib import induction as ind
+from lib import ablation, induction, scores
 from lib.device import pick_device
-from lib.scores import next_token_loss, over_checkpoints
 from lib.train import snapshot
+
+if TYPE_CHECKING:
+    from transformer_lens.model_bridge import TransformerBridge
 
 SEQUENCES = 64
 CHECKPOINTS = 31
 REPEATS = 3
 
 
-def _ablations(model) -> list[list[ab.Head]]:
+def _ablations(model: TransformerBridge) -> list[list[ablation.Head]]:
     n_heads = model.cfg.n_heads
-    return ab.each_head(model) + [[(1, h) for h in range(n_heads)], [(0, h) for h in range(n_heads)]]
+    return ablation.each_head(model) + [[(1, h) for h in range(n_heads)], [(0, h) for h in range(n_heads)]]
 
 
-def _plain(model, tokens, ablations, kind: str) -> torch.Tensor:
+def _plain(
+    model: TransformerBridge,
+    tokens: torch.Tensor,
+    ablations: list[list[ablation.Head]],
+    kind: ablation.Kind,
+) -> torch.Tensor:
     """One forward pass per ablation, with hooks written inline."""
     out = []
     for heads in ablations:
         hooks = []
         if kind == "pattern-preserving":
             _, cache = model.run_with_cache(tokens, names_filter=lambda name: name.endswith("hook_pattern"))
-            hooks += [(name, lambda pattern, hook, name=name: cache[name]) for name in cache.keys()]
+            hooks += [(name, lambda pattern, hook, recorded=cache[name]: recorded) for name in cache.keys()]
         for layer in {layer for layer, _ in heads}:
             dropped = [h for l, h in heads if l == layer]
 
@@ -55,11 +64,11 @@ def _plain(model, tokens, ablations, kind: str) -> torch.Tensor:
 
             hooks.append((f"blocks.{layer}.attn.hook_z", zero))
         logits = model.run_with_hooks(tokens, fwd_hooks=hooks)
-        out.append(next_token_loss(logits, tokens))
+        out.append(scores.next_token_loss(logits, tokens))
     return torch.stack(out)
 
 
-def _best_time(fn, repeats: int = REPEATS) -> float:
+def _best_time(fn: Callable[[], object], repeats: int = REPEATS) -> float:
     fn()  # warm-up
     times = []
     for _ in range(repeats):
@@ -72,10 +81,10 @@ def _best_time(fn, repeats: int = REPEATS) -> float:
 def run() -> dict:
     """Seconds per checkpoint (book vs plain loop, both kinds), their ratio, and the whole sweep's seconds."""
     device = pick_device()
-    config = ind.InductionConfig()
-    model = ind.make_model(config, seed=0, device=device)
+    config = induction.InductionConfig()
+    model = induction.make_model(config, seed=0, device=device)
     model.eval()
-    tokens = ind.repeated_sequences(SEQUENCES, ind.seeded_generator(1234, device), config)[0]
+    tokens = induction.eval_sets(config, device, n=SEQUENCES).tokens
     ablations = _ablations(model)
     results: dict = {
         "device": str(device),
@@ -84,11 +93,13 @@ def run() -> dict:
     }
     book_total = plain_total = 0.0
     with torch.inference_mode():
-        for kind in ab.KINDS:
-            book = _best_time(lambda: ab.ablated_losses(model, tokens, ablations, kind))
-            plain = _best_time(lambda: _plain(model, tokens, ablations, kind))
+        for kind in ablation.KINDS:
+            book = _best_time(partial(ablation.ablated_losses, model, tokens, ablations, kind))
+            plain = _best_time(partial(_plain, model, tokens, ablations, kind))
             assert torch.allclose(
-                ab.ablated_losses(model, tokens, ablations, kind), _plain(model, tokens, ablations, kind), atol=1e-5
+                ablation.ablated_losses(model, tokens, ablations, kind),
+                _plain(model, tokens, ablations, kind),
+                atol=1e-5,
             )
             results[f"{kind}: book s/checkpoint"] = round(book, 3)
             results[f"{kind}: plain loop s/checkpoint"] = round(plain, 3)
@@ -97,8 +108,10 @@ def run() -> dict:
     results["both kinds: speed-up"] = round(plain_total / book_total, 2)
     checkpoints = {step: snapshot(model) for step in range(0, 20 * CHECKPOINTS, 20)}
     start = time.perf_counter()
-    over_checkpoints(
-        model, checkpoints, lambda m: {kind: ab.ablated_losses(m, tokens, ablations, kind) for kind in ab.KINDS}
+    scores.over_checkpoints(
+        model,
+        checkpoints,
+        lambda m: {kind: ablation.ablated_losses(m, tokens, ablations, kind) for kind in ablation.KINDS},
     )
     results[
         f"chapter sweep ({CHECKPOINTS} checkpoints x {len(ablations)} ablations x {SEQUENCES} sequences x 2 kinds) s"

@@ -16,52 +16,47 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 
 import torch
+from torch import nn
 
-from lib import induction as ind
-from lib.scores import per_token_loss
-from lib.train import TrainConfig, train
+from lib import induction, scores
 
-THRESHOLD = 1.0  # nats, on the tokens an induction head can predict
+THRESHOLD = scores.PHASE_CHANGE_LOSS  # 1 nat, on the tokens an induction head can predict
 EVERY = 25
-CHAPTER = dict(lr=3e-3, batch_size=32)  # the chapter's settings
 
 
 def book(max_steps: int = 800) -> tuple[float, int | None, float | None]:
-    config = ind.InductionConfig()
-    model = ind.make_model(config, seed=0)
-    tokens, period = ind.repeated_sequences(256, ind.seeded_generator(123), config)
-    mask = ind.repeat_mask(period, config)
+    config = induction.InductionConfig()
+    model = induction.make_model(config, seed=0)
+    tokens, period = induction.repeated_sequences(256, induction.seeded_generator(123), config)
+    mask = induction.repeat_mask(period, config)
     start = time.perf_counter()
 
-    def evaluate(m):
-        return per_token_loss(m, tokens)[mask].mean().item(), time.perf_counter() - start
+    def evaluate(m: nn.Module) -> tuple[float, float]:
+        return scores.masked_mean(scores.per_token_loss(m, tokens), mask).item(), time.perf_counter() - start
 
     steps = tuple(range(0, max_steps + 1, EVERY))
-    history = train(
-        model,
-        ind.make_batch_fn(config),
-        ind.training_loss,
-        TrainConfig(steps=max_steps, checkpoint_steps=steps, progress=False, **CHAPTER),
-        evaluate=evaluate,
-    )
+    # the chapter's settings (lr, batch size, optimizer), with this benchmark's length and checkpoints
+    chapter = replace(induction.TRAINING, steps=max_steps, checkpoint_steps=steps, progress=False)
+    history = induction.fit(model, config, 0, train_config=chapter, evaluate=evaluate)
     marks = history.evals
-    hit = next((s for s in steps if marks[s][0] < THRESHOLD), None)
+    hit = scores.phase_change_step(steps, [marks[s][0] for s in steps], THRESHOLD)
     return max_steps / history.seconds, hit, (marks[hit][1] if hit is not None else None)
 
 
 def plain(max_steps: int = 3000) -> tuple[float, int | None, float | None]:
     seq, vocab = 48, 64
-    config = ind.InductionConfig(seq_len=seq, max_repeat=23)
-    model = ind.make_model(config, seed=0)
+    config = induction.InductionConfig(seq_len=seq, max_repeat=23)
+    model = induction.make_model(config, seed=0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     generator = torch.Generator().manual_seed(0)
 
-    def batch(n: int):
+    def batch(n: int) -> tuple[torch.Tensor, torch.Tensor]:
         length = torch.randint(5, 24, (n,), generator=generator)
         tokens = torch.randint(1, vocab, (n, seq), generator=generator)
-        tokens[:, 0] = ind.BOS
+        tokens[:, 0] = induction.BOS
         position = torch.arange(seq)
         repeated = (position[None] > length[:, None]) & (position[None] <= 2 * length[:, None])
         source = (position[None] - length[:, None]).clamp(min=0)
@@ -82,7 +77,7 @@ def plain(max_steps: int = 3000) -> tuple[float, int | None, float | None]:
         loss.item()
         if step % EVERY == 0:
             with torch.inference_mode():
-                repeated = per_token_loss(model, eval_tokens)[eval_mask].mean().item()
+                repeated = scores.masked_mean(scores.per_token_loss(model, eval_tokens), eval_mask).item()
             if repeated < THRESHOLD:
                 hit, hit_time = step, time.perf_counter() - start
                 break

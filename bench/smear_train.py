@@ -1,8 +1,9 @@
 """Chapter 6's four arms (1 and 2 layers, plain and smeared keys): wall time and phase-change step per arm.
 
 For each arm, three seeds are trained one after another with the chapter's settings (``lib.smear.TRAIN``:
-400 steps, lr 3e-3, batch 32, the loss on repeated tokens measured every 10 steps on 32 sequences, as the chapter does). The
-phase change is the first checkpoint with that loss below ``lib.smear.PHASE_CHANGE_LOSS`` (1 nat).
+400 steps, lr 3e-3, batch 32, the loss on repeated tokens measured every 10 steps on the chapter's 32
+evaluation sequences). The phase change is the first checkpoint with that loss below
+``lib.scores.PHASE_CHANGE_LOSS`` (1 nat).
 
 Then the initialisation of the smear: the smeared arms again, with every head starting at ``sigma(alpha)``
 0.88 (``alpha = 2``, close to a plain model) and 0.12 (``alpha = -2``, close to "previous key only")
@@ -19,44 +20,42 @@ import time
 from dataclasses import replace
 
 import torch
+from torch import nn
 
-from lib import induction as ind
-from lib import smear as sm
-from lib.scores import per_token_loss
+from lib import induction, scores, smear
 
 SEEDS = (0, 1, 2)
 OTHER_INITS = {"sigma0 0.88": 2.0, "sigma0 0.12": -2.0}
 
 
-def train_arm(n_layers: int, smeared: bool, alpha: float = sm.INIT_ALPHA, seeds=SEEDS) -> dict:
+def train_arm(n_layers: int, smeared: bool, alpha: float = smear.INIT_ALPHA, seeds: tuple[int, ...] = SEEDS) -> dict:
     """Train one arm over ``seeds``; wall time, phase-change steps and (smeared) the final mean sigma(alpha)."""
-    config = ind.InductionConfig().with_layers(n_layers)
-    tokens, period = ind.repeated_sequences(32, ind.seeded_generator(1234), config)
-    mask = ind.repeat_mask(period, config)
+    config = induction.InductionConfig().with_layers(n_layers)
+    sets = induction.eval_sets(config, n=32)
 
-    def repeated_loss(model):
-        return per_token_loss(model, tokens)[mask].mean()
+    def repeated_loss(model: nn.Module) -> torch.Tensor:
+        return scores.masked_mean(scores.per_token_loss(model, sets.tokens), sets.mask)
 
     found, sigmas, seconds = [], [], 0.0
     for seed in seeds:
         start = time.perf_counter()
-        model, history = sm.train_model(
+        model, history = smear.train_model(
             config,
             seed,
             smeared=smeared,
             alpha=alpha,
-            train_config=replace(sm.TRAIN, progress=False),
+            train_config=replace(smear.TRAIN, progress=False),
             evaluate=repeated_loss,
         )
         seconds += time.perf_counter() - start  # includes building the model (a few ms)
         steps = history.checkpoint_steps
-        found.append(sm.phase_change_step(steps, [history.evals[s] for s in steps]))
+        found.append(scores.phase_change_step(steps, [history.evals[s] for s in steps]))
         if smeared:
-            sigmas.append(sm.smear_sigma(model).mean().item())
+            sigmas.append(smear.smear_sigma(model).mean().item())
     reached = [s for s in found if s is not None]
     result = {
         "seconds": round(seconds, 2),
-        "steps/s": round(len(seeds) * sm.TRAIN.steps / seconds, 1),
+        "steps/s": round(len(seeds) * smear.TRAIN.steps / seconds, 1),
         "phase-change steps": " ".join("never" if s is None else str(s) for s in found),
         "phase-change mean": round(statistics.mean(reached), 1) if len(reached) == len(found) else "not every seed",
     }
@@ -68,12 +67,12 @@ def train_arm(n_layers: int, smeared: bool, alpha: float = sm.INIT_ALPHA, seeds=
 def run() -> dict:
     """The numbers, flat, ready for ``bench/run_all.py``."""
     numbers: dict = {"torch threads": torch.get_num_threads(), "load average at start": round(os.getloadavg()[0], 2)}
-    for arm, (n_layers, smeared) in sm.ARMS.items():
+    for arm, (n_layers, smeared) in smear.ARMS.items():
         for key, value in train_arm(n_layers, smeared).items():
             numbers[f"{arm} (3 seeds): {key}"] = value
     for name, alpha in OTHER_INITS.items():
         for arm in ("1 layer, smeared", "2 layers, smeared"):
-            result = train_arm(sm.ARMS[arm][0], True, alpha)
+            result = train_arm(smear.ARMS[arm][0], True, alpha)
             for key in ("phase-change steps", "final mean sigma"):
                 numbers[f"{arm}, {name}: {key}"] = result[key]
     numbers["load average at end"] = round(os.getloadavg()[0], 2)

@@ -21,21 +21,30 @@ returns or raises.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Literal, get_args
 
 import torch
-from torch import nn
 
+from lib import validate
 from lib.scores import next_token_loss
+
+if TYPE_CHECKING:
+    from transformer_lens.hook_points import HookPoint
+    from transformer_lens.model_bridge import TransformerBridge
 
 Head = tuple[int, int]
 """``(layer, head)``."""
 
-KINDS = ("full", "pattern-preserving")
-"""The two kinds of ablation."""
+Kind = Literal["full", "pattern-preserving"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+"""The two kinds of ablation (see the module docstring)."""
+
+Hook = Callable[[torch.Tensor, "HookPoint"], torch.Tensor]
+"""A transformer_lens forward hook: ``(activation, hook point) -> replacement activation``."""
 
 
-def all_heads(model: nn.Module) -> list[Head]:
+def all_heads(model: TransformerBridge) -> list[Head]:
     """Every ``(layer, head)`` of ``model``, layer by layer."""
     return [(layer, head) for layer in range(model.cfg.n_layers) for head in range(model.cfg.n_heads)]
 
@@ -45,32 +54,16 @@ def head_name(head: Head) -> str:
     return f"L{head[0]}H{head[1]}"
 
 
-def check_heads(model: nn.Module, heads: Iterable[Head]) -> tuple[Head, ...]:
-    """Validate a set of heads to remove together; returns it as a tuple of ``(layer, head)``.
+def check_heads(model: TransformerBridge, heads: Iterable[Head]) -> tuple[Head, ...]:
+    """Validate distinct heads of ``model`` (e.g. a set to remove together); returns them as a tuple.
 
     Raises:
         ValueError: an entry is not a pair of integers naming a head of ``model``, or a head is listed twice.
     """
-    layers, n_heads = model.cfg.n_layers, model.cfg.n_heads
-    out = []
-    for entry in heads:
-        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
-            raise ValueError(f"a head must be a (layer, head) pair, got {entry!r}")
-        layer, head = entry
-        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < layers:
-            raise ValueError(f"layer must be an integer in [0, {layers - 1}], got {layer!r} in {entry!r}")
-        if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < n_heads:
-            raise ValueError(f"head must be an integer in [0, {n_heads - 1}], got {head!r} in {entry!r}")
-        out.append((layer, head))
-    repeated = sorted({h for h in out if out.count(h) > 1})
-    if repeated:
-        raise ValueError(f"heads listed more than once: {[head_name(h) for h in repeated]}; list each head once")
-    return tuple(out)
+    return validate.heads(heads, model.cfg.n_layers, model.cfg.n_heads)
 
 
-def _check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise ValueError(f"unknown ablation kind {kind!r}; allowed: {', '.join(KINDS)}")
+_NO_ABLATIONS = "ablations is empty: give at least one set of heads (an empty set means the clean model)"
 
 
 def _check_tokens(tokens: torch.Tensor) -> None:
@@ -79,8 +72,8 @@ def _check_tokens(tokens: torch.Tensor) -> None:
         raise ValueError(f"tokens must be a (batch, seq) int64 tensor, got {shape}")
 
 
-def hooks_on(model: nn.Module) -> int:
-    """How many temporary hook functions are attached to ``model``'s hook points (0 when no ablation is running).
+def hooks_on(model: TransformerBridge) -> int:
+    """How many temporary hook functions are attached to ``model``'s hook points (0 when no ablation runs).
 
     Permanent hooks (e.g. the smeared keys of :mod:`lib.smear`) are part of the model and not counted.
     """
@@ -94,7 +87,7 @@ def hooks_on(model: nn.Module) -> int:
     return count
 
 
-def recorded_patterns(model: nn.Module, tokens: torch.Tensor) -> list[torch.Tensor]:
+def recorded_patterns(model: TransformerBridge, tokens: torch.Tensor) -> list[torch.Tensor]:
     """The clean run's attention patterns, one ``(batch, n_heads, query, key)`` tensor per layer."""
     names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(model.cfg.n_layers)]
     _, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
@@ -102,7 +95,7 @@ def recorded_patterns(model: nn.Module, tokens: torch.Tensor) -> list[torch.Tens
 
 
 def ablated_logits(
-    model: nn.Module, tokens: torch.Tensor, ablations: Sequence[Iterable[Head]], kind: str = "full"
+    model: TransformerBridge, tokens: torch.Tensor, ablations: Sequence[Iterable[Head]], kind: Kind = "full"
 ) -> torch.Tensor:
     """Logits with each set of heads in ``ablations`` removed, all in one forward pass.
 
@@ -114,11 +107,11 @@ def ablated_logits(
     Returns:
         ``(n, batch, seq, vocab)``, computed under ``torch.inference_mode``.
     """
-    _check_kind(kind)
+    validate.one_of("kind", kind, KINDS)
     _check_tokens(tokens)
     sets = [check_heads(model, heads) for heads in ablations]
     if not sets:
-        raise ValueError("ablations is empty: give at least one set of heads (an empty set means the clean model)")
+        raise ValueError(_NO_ABLATIONS)
     n, (batch, seq) = len(sets), tokens.shape
     cfg = model.cfg
     device = tokens.device
@@ -127,18 +120,18 @@ def ablated_logits(
         for layer, head in heads:
             keep[i, layer, head] = 0.0
 
-    def zero_heads(layer: int):
+    def zero_heads(layer: int) -> Hook:
         scale = keep[:, layer, None, None, :, None]  # (n, 1, 1, heads, 1)
 
-        def hook(z: torch.Tensor, hook=None) -> torch.Tensor:  # z: (n * batch, seq, heads, d_head)
+        def hook(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:  # z: (n * batch, seq, heads, d_head)
             return (z.view(n, batch, *z.shape[1:]) * scale.to(z.dtype)).view(z.shape)
 
         return hook
 
-    def force_pattern(recorded: torch.Tensor):
+    def force_pattern(recorded: torch.Tensor) -> Hook:
         forced = recorded.unsqueeze(0).expand(n, *recorded.shape).reshape(n * batch, *recorded.shape[1:])
 
-        def hook(pattern: torch.Tensor, hook=None) -> torch.Tensor:
+        def hook(pattern: torch.Tensor, hook: HookPoint) -> torch.Tensor:
             return forced.to(pattern.dtype)
 
         return hook
@@ -160,10 +153,10 @@ def ablated_logits(
 
 
 def ablated_losses(
-    model: nn.Module,
+    model: TransformerBridge,
     tokens: torch.Tensor,
     ablations: Sequence[Iterable[Head]],
-    kind: str = "full",
+    kind: Kind = "full",
     max_rows: int = 4096,
 ) -> torch.Tensor:
     """Per-token loss with each set of heads in ``ablations`` removed.
@@ -174,22 +167,21 @@ def ablated_losses(
         ``(n_ablations, batch, seq - 1)``, the convention of :func:`lib.scores.per_token_loss`.
     """
     _check_tokens(tokens)
-    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
-        raise ValueError(f"max_rows must be a positive integer, got {max_rows!r}")
-    ablations = [list(heads) for heads in ablations]
-    if not ablations:
-        raise ValueError("ablations is empty: give at least one set of heads (an empty set means the clean model)")
+    validate.positive_int("max_rows", max_rows)
+    sets = [list(heads) for heads in ablations]
+    if not sets:
+        raise ValueError(_NO_ABLATIONS)
     per_pass = max(1, max_rows // tokens.shape[0])
     with torch.inference_mode():
         chunks = [
-            next_token_loss(ablated_logits(model, tokens, ablations[i : i + per_pass], kind), tokens)
-            for i in range(0, len(ablations), per_pass)
+            next_token_loss(ablated_logits(model, tokens, sets[i : i + per_pass], kind), tokens)
+            for i in range(0, len(sets), per_pass)
         ]
     return torch.cat(chunks)
 
 
 def ablated_loss(
-    model: nn.Module, tokens: torch.Tensor, heads: Iterable[Head] = (), kind: str = "full"
+    model: TransformerBridge, tokens: torch.Tensor, heads: Iterable[Head] = (), kind: Kind = "full"
 ) -> torch.Tensor:
     """Per-token loss with ``heads`` removed together; ``heads=()`` gives the clean loss.
 
@@ -199,7 +191,7 @@ def ablated_loss(
     return ablated_losses(model, tokens, [list(heads)], kind)[0]
 
 
-def each_head(model: nn.Module) -> list[list[Head]]:
+def each_head(model: TransformerBridge) -> list[list[Head]]:
     """The ablations "nothing removed", then every head alone: ``[[], [(0, 0)], [(0, 1)], ...]``."""
     return [[]] + [[head] for head in all_heads(model)]
 
@@ -216,7 +208,7 @@ def fraction_removed(clean: torch.Tensor | float, ablated: torch.Tensor | float)
     return 1 - ablated / clean
 
 
-def head_path_logits(model: nn.Module, tokens: torch.Tensor, head: Head) -> torch.Tensor:
+def head_path_logits(model: TransformerBridge, tokens: torch.Tensor, head: Head) -> torch.Tensor:
     """The sum of every logit term that contains ``head``, with attention patterns frozen to the clean run.
 
     Without LayerNorm the residual stream is a sum, and with patterns held fixed every head is linear in
@@ -230,12 +222,13 @@ def head_path_logits(model: nn.Module, tokens: torch.Tensor, head: Head) -> torc
     _check_tokens(tokens)
     ((layer, h),) = check_heads(model, [head])
     n_layers = model.cfg.n_layers
-    names = [f"blocks.{layer}.attn.hook_z"] + [f"blocks.{l}.attn.hook_pattern" for l in range(layer + 1, n_layers)]
+    later_layers = range(layer + 1, n_layers)
+    names = [f"blocks.{layer}.attn.hook_z"] + [f"blocks.{l}.attn.hook_pattern" for l in later_layers]
     with torch.inference_mode():
         _, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
         W_V, W_O = model.W_V, model.W_O  # (layers, heads, d_model, d_head), (layers, heads, d_head, d_model)
         carried = cache[names[0]][:, :, h] @ W_O[layer, h]  # (batch, seq, d_model): what the head writes
-        for later in range(layer + 1, n_layers):
+        for later in later_layers:
             pattern = cache[f"blocks.{later}.attn.hook_pattern"]  # (batch, heads, query, key)
             values = torch.einsum("bkd,hde,hef->bhkf", carried, W_V[later], W_O[later])
             carried = carried + torch.einsum("bhqk,bhkf->bqf", pattern, values)

@@ -19,15 +19,21 @@ Heavy import: transformer_lens is imported only inside the functions that build 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 from torch import nn
 
+from lib import validate
 from lib.device import check_device
-from lib.scores import per_token_loss
+from lib.scores import masked_mean, per_token_loss
 from lib.train import History, TrainConfig, train
+
+if TYPE_CHECKING:
+    from transformer_lens.config import TransformerBridgeConfig
+    from transformer_lens.model_bridge import TransformerBridge
 
 BOS = 0
 """The beginning-of-sequence token; content tokens are drawn from ``1 .. vocab - 1``."""
@@ -71,33 +77,26 @@ class InductionConfig:
             "n_heads",
             "d_model",
             "d_head",
-            "vocab",
             "seq_len",
             "min_repeat",
             "max_repeat",
             "prefix_segment",
-            "prefix_repeats",
         ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.vocab < 3:
-            raise ValueError(f"vocab must be at least 3 (BOS plus two content tokens), got {self.vocab}")
+            validate.positive_int(name, getattr(self, name))
+        validate.int_at_least("vocab", self.vocab, 3, "BOS plus two content tokens")
+        validate.int_at_least("prefix_repeats", self.prefix_repeats, 2, "a segment and at least one repeat")
         if self.min_repeat > self.max_repeat:
             raise ValueError(f"min_repeat ({self.min_repeat}) must be <= max_repeat ({self.max_repeat})")
         if 1 + 2 * self.max_repeat > self.seq_len:
             raise ValueError(
                 f"max_repeat={self.max_repeat} is too long for seq_len={self.seq_len}: BOS plus two copies "
-                f"need 1 + 2 * max_repeat = {1 + 2 * self.max_repeat} tokens; allowed max_repeat <= {(self.seq_len - 1) // 2}"
+                f"need 1 + 2 * max_repeat = {1 + 2 * self.max_repeat} tokens; "
+                f"allowed max_repeat <= {(self.seq_len - 1) // 2}"
             )
         if 1 + self.prefix_segment * self.prefix_repeats > self.seq_len:
             raise ValueError(
                 f"the prefix-matching set needs 1 + prefix_segment * prefix_repeats = "
                 f"{1 + self.prefix_segment * self.prefix_repeats} tokens, more than seq_len={self.seq_len}"
-            )
-        if self.prefix_repeats < 2:
-            raise ValueError(
-                f"prefix_repeats must be >= 2 (a segment and at least one repeat), got {self.prefix_repeats}"
             )
         if self.max_repeat > self.vocab - 1:
             raise ValueError(
@@ -106,8 +105,8 @@ class InductionConfig:
             )
         if self.prefix_segment > self.vocab - 1:
             raise ValueError(
-                f"vocab={self.vocab} is too small for a prefix-matching segment of {self.prefix_segment} distinct "
-                f"content tokens; need vocab >= {self.prefix_segment + 1}"
+                f"vocab={self.vocab} is too small for a prefix-matching segment of {self.prefix_segment} "
+                f"distinct content tokens; need vocab >= {self.prefix_segment + 1}"
             )
         if self.init_std is not None and not self.init_std > 0:
             raise ValueError(f"init_std must be positive or None, got {self.init_std!r}")
@@ -140,8 +139,7 @@ def repeated_sequences(
             ``tokens[b, 1 + i] == tokens[b, 1 + i % period[b]]``.
         period: ``(batch,) int64``, the segment length of each sample, in ``[min_repeat, max_repeat]``.
     """
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be a positive integer, got {batch!r}")
+    validate.positive_int("batch", batch)
     device = generator.device
     period = torch.randint(config.min_repeat, config.max_repeat + 1, (batch,), generator=generator, device=device)
     segment = _distinct_tokens(batch, config.max_repeat, config.vocab, generator)
@@ -151,7 +149,7 @@ def repeated_sequences(
     return torch.cat([bos, body], dim=1), period
 
 
-def make_batch_fn(config: InductionConfig = InductionConfig()):
+def make_batch_fn(config: InductionConfig = InductionConfig()) -> Callable[[int, torch.Generator], torch.Tensor]:
     """A ``make_batch(batch_size, generator) -> (batch, seq_len) int64`` for :func:`lib.train.train`."""
 
     def make_batch(batch_size: int, generator: torch.Generator) -> torch.Tensor:
@@ -178,13 +176,14 @@ def repeat_mask(period: torch.Tensor, config: InductionConfig = InductionConfig(
 def prefix_matching_tokens(
     batch: int, generator: torch.Generator, config: InductionConfig = InductionConfig()
 ) -> torch.Tensor:
-    """Olsson et al.'s prefix-matching set: BOS, then ``prefix_segment`` distinct random tokens repeated ``prefix_repeats`` times.
+    """Olsson et al.'s prefix-matching set: BOS, then ``prefix_segment`` distinct random tokens, repeated.
+
+    The segment appears ``prefix_repeats`` times.
 
     Returns:
         ``(batch, 1 + prefix_segment * prefix_repeats) int64`` on ``generator.device``.
     """
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be a positive integer, got {batch!r}")
+    validate.positive_int("batch", batch)
     device = generator.device
     segment = _distinct_tokens(batch, config.prefix_segment, config.vocab, generator)
     bos = torch.full((batch, 1), BOS, dtype=torch.int64, device=device)
@@ -193,7 +192,7 @@ def prefix_matching_tokens(
 
 def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
     """A ``torch.Generator`` on ``device`` seeded with ``seed`` (evaluation sets are made from one)."""
-    return torch.Generator(device=check_device(device)).manual_seed(seed)
+    return torch.Generator(device=check_device(device)).manual_seed(validate.seed(seed))
 
 
 class EvalSets(NamedTuple):
@@ -212,10 +211,12 @@ EVAL_SEED = 1234
 def eval_sets(
     config: InductionConfig = InductionConfig(), device: torch.device | str = "cpu", n: int = 256
 ) -> EvalSets:
-    """The evaluation sets of chapters 5-7, drawn in one fixed order from one generator seeded with ``EVAL_SEED``.
+    """The evaluation sets of chapters 5-7, drawn in one fixed order from a generator seeded with ``EVAL_SEED``.
 
     Every chapter that scores heads or measures in-context learning uses these, so their numbers are comparable.
+    ``n`` is the number of repeated sequences; the prefix-matching set has 64, the copying set 25 tokens.
     """
+    validate.positive_int("n", n)
     generator = seeded_generator(EVAL_SEED, device)
     tokens, period = repeated_sequences(n, generator, config)
     prefix_tokens = prefix_matching_tokens(64, generator, config)
@@ -228,7 +229,7 @@ def eval_sets(
 # ---------------------------------------------------------------------------------------------
 
 
-def bridge_config(config: InductionConfig, seed: int | None = 0):
+def bridge_config(config: InductionConfig, seed: int | None = 0) -> TransformerBridgeConfig:
     """The ``TransformerBridgeConfig`` of an attention-only model with no LayerNorm."""
     from transformer_lens.config import TransformerBridgeConfig
 
@@ -251,7 +252,7 @@ def bridge_config(config: InductionConfig, seed: int | None = 0):
 
 def make_model(
     config: InductionConfig = InductionConfig(), seed: int = 0, device: torch.device | str | None = None
-) -> nn.Module:
+) -> TransformerBridge:
     """A freshly initialised attention-only ``TransformerBridge`` (``boot_native``, no download).
 
     The model maps ``(batch, seq) int64`` tokens to ``(batch, seq, vocab)`` logits, supports
@@ -259,23 +260,12 @@ def make_model(
     ``(n_layers, n_heads, d_model, d_head)``, ``W_O`` ``(n_layers, n_heads, d_head, d_model)``,
     ``W_E`` ``(vocab, d_model)``, ``W_pos`` ``(seq_len, d_model)`` and ``W_U`` ``(d_model, vocab)``.
     """
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    import transformer_lens.model_bridge.sources  # noqa: F401  (attaches TransformerBridge.boot_native)
-    from transformer_lens.model_bridge import TransformerBridge
+    from transformer_lens.model_bridge.sources import boot_native
 
-    return TransformerBridge.boot_native(bridge_config(config, seed), device=check_device(device))
+    return boot_native(bridge_config(config, validate.seed(seed)), device=check_device(device))
 
 
-def check_head(config: InductionConfig, layer: int, head: int) -> None:
-    """Raise ``ValueError`` unless ``(layer, head)`` names a head of a model built from ``config``."""
-    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < config.n_layers:
-        raise ValueError(f"layer must be an integer in [0, {config.n_layers - 1}], got {layer!r}")
-    if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < config.n_heads:
-        raise ValueError(f"head must be an integer in [0, {config.n_heads - 1}], got {head!r}")
-
-
-def config_of(model: nn.Module) -> InductionConfig:
+def config_of(model: TransformerBridge) -> InductionConfig:
     """The :class:`InductionConfig` shape of a model built here (task fields keep their defaults)."""
     cfg = model.cfg
     defaults = InductionConfig()
@@ -306,10 +296,13 @@ def training_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
 def repeated_vs_first_loss(
     model: nn.Module, tokens: torch.Tensor, period: torch.Tensor, config: InductionConfig
 ) -> tuple[float, float]:
-    """Mean loss where induction can predict (:func:`repeat_mask`) and everywhere else, for a batch of :func:`repeated_sequences`."""
+    """Mean loss where induction can predict (:func:`repeat_mask`) and everywhere else.
+
+    ``tokens`` and ``period`` are a batch of :func:`repeated_sequences`.
+    """
     loss = per_token_loss(model, tokens)
     mask = repeat_mask(period, config)
-    return loss[mask].mean().item(), loss[~mask].mean().item()
+    return masked_mean(loss, mask).item(), masked_mean(loss, ~mask).item()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,29 +316,43 @@ TRAINING = TrainConfig(
 """Chapter 5's training run: 600 AdamW steps at lr 3e-3, batches of 32, a checkpoint every 10 steps."""
 
 
+def fit(
+    model: nn.Module,
+    config: InductionConfig,
+    seed: int,
+    *,
+    train_config: TrainConfig = TRAINING,
+    evaluate: Callable[[nn.Module], Any] | None = None,
+) -> History:
+    """Train ``model`` in place on :func:`repeated_sequences` of ``config``; ``seed`` seeds the batches.
+
+    ``train_config.seed`` is replaced by ``seed``: the book's runs seed weights and batches alike.
+
+    Args:
+        evaluate: passed to :func:`lib.train.train`, called at every checkpoint.
+    """
+    return train(model, make_batch_fn(config), training_loss, replace(train_config, seed=seed), evaluate=evaluate)
+
+
 def train_model(
     config: InductionConfig = InductionConfig(),
     seed: int = 0,
     *,
     train_config: TrainConfig = TRAINING,
-    evaluate=None,
+    evaluate: Callable[[nn.Module], Any] | None = None,
     device: torch.device | str | None = None,
-) -> tuple[nn.Module, History]:
+) -> tuple[TransformerBridge, History]:
     """Build a model with :func:`make_model` and train it on :func:`repeated_sequences`, as chapter 5 does.
 
-    ``seed`` seeds both the initial weights and the training batches (``train_config.seed`` is replaced),
-    like :func:`lib.smear.train_model`; chapter 5's run is ``train_model(InductionConfig(), seed=0)``.
-
-    Args:
-        evaluate: passed to :func:`lib.train.train`, called at every checkpoint.
+    ``seed`` seeds both the initial weights and the training batches (see :func:`fit`), like
+    :func:`lib.smear.train_model`; chapter 5's run is ``train_model(InductionConfig(), seed=0)``.
 
     Returns:
         ``(model, history)``: the trained model and its :class:`lib.train.History` (parameter snapshots at
         ``train_config.checkpoint_steps``).
     """
     model = make_model(config, seed=seed, device=device)
-    history = train(model, make_batch_fn(config), training_loss, replace(train_config, seed=seed), evaluate=evaluate)
-    return model, history
+    return model, fit(model, config, seed, train_config=train_config, evaluate=evaluate)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,7 +415,7 @@ def hand_built_config(vocab: int = 32, seq_len: int = 45) -> InductionConfig:
 
 
 def set_head(
-    model: nn.Module,
+    model: TransformerBridge,
     layer: int,
     head: int,
     *,
@@ -426,7 +433,8 @@ def set_head(
         b_Q, b_K: ``(d_head,)``.
         W_O: ``(d_head, d_model)``: the head writes ``z @ W_O`` into the residual stream.
     """
-    check_head(config_of(model), layer, head)
+    validate.index("layer", layer, model.cfg.n_layers)
+    validate.index("head", head, model.cfg.n_heads)
     d_head = model.cfg.d_head
     rows = slice(head * d_head, (head + 1) * d_head)
     attn = model.blocks[layer].attn
@@ -484,21 +492,32 @@ def previous_token_head_weights(layout: HandBuiltLayout, strength: float = 20.0)
     return {"W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O}
 
 
-def induction_head_weights(layout: HandBuiltLayout, strength: float = 20.0) -> dict[str, torch.Tensor]:
-    """Layer 1's induction head: K-composition with the previous-token head, and a copying OV circuit.
+def induction_head_weights(
+    layout: HandBuiltLayout,
+    strength: float = 20.0,
+) -> dict[str, torch.Tensor]:
+    """Layer 1's induction head: K-composition and a copying OV circuit.
+
+    Its keys read what the previous-token head of layer 0 wrote.
 
     Returns:
-        ``W_Q``: the ``token`` slot of the current token ``A`` -> head dimension ``A`` (times
-        ``strength * sqrt(d_head)``), plus a bias ``b_Q`` on dimension 0 for every query;
-        ``W_K``: the ``previous`` slot of ``A`` -> dimension ``A``: key ``j`` matches when the token
-        *before* ``j`` was ``A`` (score ``strength``); BOS as a predecessor matches nothing; the
-        ``position`` slot of 0 (the BOS token) -> dimension 0 at one half, so BOS scores
-        ``strength / 2`` for every query: where ``A`` was not seen before, the head rests on BOS;
-        ``W_V``: the ``token`` slot of ``B`` -> dimension ``B`` for every content token (BOS carries nothing);
-        ``W_O``: dimension ``B`` -> the ``output`` slot of ``B``, which the unembedding turns into a vote for ``B``.
+        ``W_Q``: the ``token`` slot of the current token ``A`` -> head
+        dimension ``A`` (times ``strength * sqrt(d_head)``), plus a bias
+        ``b_Q`` on dimension 0 for every query;
+        ``W_K``: the ``previous`` slot of ``A`` -> dimension ``A``: key
+        ``j`` matches when the token *before* ``j`` was ``A`` (score
+        ``strength``); BOS as a predecessor matches nothing; the
+        ``position`` slot of 0 (the BOS token) -> dimension 0 at one half,
+        so BOS scores ``strength / 2`` for every query: where ``A`` was not
+        seen before, the head rests on BOS;
+        ``W_V``: the ``token`` slot of ``B`` -> dimension ``B`` for every
+        content token (BOS carries nothing);
+        ``W_O``: dimension ``B`` -> the ``output`` slot of ``B``, which the
+        unembedding turns into a vote for ``B``.
     """
     v, d, dh = layout.vocab, layout.d_model, layout.d_head
-    tok = torch.arange(1, v)  # content tokens; dimension 0 (BOS's) is the resting place
+    # content tokens; dimension 0 is BOS's, the resting place
+    tok = torch.arange(1, v)
     scale = strength * math.sqrt(dh)
     W_Q = torch.zeros(d, dh)
     W_Q[layout.token.start + tok, tok] = scale
@@ -516,7 +535,7 @@ def induction_head_weights(layout: HandBuiltLayout, strength: float = 20.0) -> d
 
 def hand_built_model(
     vocab: int = 32, seq_len: int = 45, strength: float = 20.0, device: torch.device | str | None = None
-) -> nn.Module:
+) -> TransformerBridge:
     """A two-layer attention-only model (one head per layer) whose weights implement an induction circuit.
 
     Every weight is zero except those set by :func:`embedding_weights`,
@@ -533,9 +552,9 @@ def hand_built_model(
         for p in model.parameters():
             p.zero_()
         native = model.original_model
-        native.tok_embed.weight.copy_(embed["W_E"])
-        native.pos.weight.copy_(embed["W_pos"])
-        native.head.weight.copy_(embed["W_U"].T)
+        native.get_parameter("tok_embed.weight").copy_(embed["W_E"])
+        native.get_parameter("pos.weight").copy_(embed["W_pos"])
+        native.get_parameter("head.weight").copy_(embed["W_U"].T)
     set_head(model, 0, 0, **previous_token_head_weights(layout, strength))
     set_head(model, 1, 0, **induction_head_weights(layout, strength))
     return model

@@ -18,14 +18,29 @@ ones, i.e. when it learns in context; more negative = more in-context learning.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Literal, TypeVar, get_args
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lib import validate
+
+if TYPE_CHECKING:
+    from transformer_lens.model_bridge import TransformerBridge
+
+T = TypeVar("T")
+
 INDUCTION_THRESHOLD = 0.75
 """Prefix-matching score above which (with positive copying) a head counts as an induction head."""
+
+ScoreName = Literal["prefix matching", "copying", "previous token"]
+SCORE_NAMES: tuple[ScoreName, ...] = get_args(ScoreName)
+"""The head scores of :func:`head_scores`, in the order the book shows them."""
+
+PHASE_CHANGE_LOSS = 1.0
+"""The phase change is complete at the first checkpoint whose loss on repeated tokens is below this (nats)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,11 +77,42 @@ def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """
     if logits.shape[-3:-1] != tokens.shape:
         raise ValueError(
-            f"logits (..., batch, seq, vocab) {tuple(logits.shape)} do not match tokens (batch, seq) {tuple(tokens.shape)}"
+            f"logits (..., batch, seq, vocab) {tuple(logits.shape)} "
+            f"do not match tokens (batch, seq) {tuple(tokens.shape)}"
         )
     logprobs = F.log_softmax(logits[..., :-1, :].float(), dim=-1)
     target = tokens[:, 1:, None].expand(*logprobs.shape[:-1], 1)
     return -logprobs.gather(-1, target)[..., 0]
+
+
+def icl_positions(seq_len: int) -> tuple[int, int]:
+    """``(early, late)``: the loss positions the book's ICL score compares, for sequences of ``seq_len`` tokens.
+
+    Position ``p`` of a per-token loss predicts ``tokens[:, p + 1]``, so these are the predictions of
+    ``tokens[:, 2]`` (the second token after BOS, the first with a content token before it) and of the last token.
+    """
+    validate.int_at_least("seq_len", seq_len, 4, "BOS, then an early and a later prediction")
+    return 1, seq_len - 2
+
+
+def masked_mean(loss: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of a per-token loss over the entries where ``mask`` is True (e.g. the repeated tokens).
+
+    Args:
+        loss: ``(..., batch, seq - 1)``, e.g. stacked over checkpoints or ablations.
+        mask: ``(batch, seq - 1) bool``, e.g. :func:`lib.induction.repeat_mask`; use ``~mask`` for the rest.
+
+    Returns:
+        ``loss.shape[:-2]`` (a scalar for a single loss matrix).
+    """
+    if mask.dtype != torch.bool or loss.shape[-2:] != mask.shape:
+        raise ValueError(
+            f"mask must be a bool tensor of the loss's last two axes {tuple(loss.shape[-2:])}, "
+            f"got {mask.dtype} {tuple(mask.shape)}"
+        )
+    if not mask.any():
+        raise ValueError("mask selects no entry: the mean is undefined")
+    return loss[..., mask].mean(dim=-1)
 
 
 def icl_score(loss: torch.Tensor, early: int, late: int) -> torch.Tensor:
@@ -82,8 +128,10 @@ def icl_score(loss: torch.Tensor, early: int, late: int) -> torch.Tensor:
         ``loss.shape[:-2]`` (a scalar for a single loss matrix or vector).
     """
     n = loss.shape[-1]
-    if not (isinstance(early, int) and isinstance(late, int) and 0 <= early < late < n):
-        raise ValueError(f"need integer positions 0 <= early < late < {n}, got early={early!r}, late={late!r}")
+    validate.index("early", early, n)
+    validate.index("late", late, n)
+    if not early < late:
+        raise ValueError(f"need positions early < late, got early={early!r}, late={late!r}")
     by_position = loss if loss.ndim == 1 else loss.mean(dim=-2)
     return by_position[..., late] - by_position[..., early]
 
@@ -93,7 +141,7 @@ def icl_score(loss: torch.Tensor, early: int, late: int) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-def attention_patterns(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+def attention_patterns(model: TransformerBridge, tokens: torch.Tensor) -> torch.Tensor:
     """Every head's attention pattern.
 
     Returns:
@@ -111,13 +159,14 @@ def _check_pattern(pattern: torch.Tensor, tokens: torch.Tensor | None = None) ->
             f"pattern must be (..., batch, heads, query, key) with query == key, got shape {tuple(pattern.shape)}"
         )
     if tokens is not None and (tokens.shape[0] != pattern.shape[-4] or tokens.shape[1] != pattern.shape[-1]):
-        raise ValueError(
-            f"tokens {tuple(tokens.shape)} do not match pattern (batch, seq) {tuple(pattern.shape[-4:-3]) + tuple(pattern.shape[-1:])}"
-        )
+        batch_seq = (pattern.shape[-4], pattern.shape[-1])
+        raise ValueError(f"tokens {tuple(tokens.shape)} do not match pattern (batch, seq) {batch_seq}")
 
 
 def prefix_matching_mask(tokens: torch.Tensor) -> torch.Tensor:
-    """Where an induction head should look: ``mask[b, i, j]`` is True when ``j >= 1``, ``j <= i`` and ``tokens[b, j - 1] == tokens[b, i]``.
+    """Where an induction head should look: keys that follow an earlier occurrence of the query's token.
+
+    ``mask[b, i, j]`` is True when ``1 <= j <= i`` and ``tokens[b, j - 1] == tokens[b, i]``.
 
     Returns:
         ``(batch, seq, seq) bool``: key ``j`` follows an earlier occurrence of query ``i``'s token.
@@ -167,7 +216,7 @@ def previous_token_score(pattern: torch.Tensor) -> torch.Tensor:
     return diagonal.mean(dim=(-3, -1))
 
 
-def ov_logits(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+def ov_logits(model: TransformerBridge, tokens: torch.Tensor) -> torch.Tensor:
     """Each head's direct effect on the logits when it attends to a token: ``W_E[t] W_V W_O W_U``.
 
     Args:
@@ -183,7 +232,7 @@ def ov_logits(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
         return ov @ model.W_U
 
 
-def copying_score(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+def copying_score(model: TransformerBridge, tokens: torch.Tensor) -> torch.Tensor:
     """How much each head's OV circuit raises the logit of the token it reads, relative to the others.
 
     For each token ``t``: take the head's direct logits ``l = W_E[t] W_V W_O W_U``, centre them over
@@ -207,9 +256,9 @@ def copying_score(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
 
 
 def head_scores(
-    model: nn.Module, prefix_tokens: torch.Tensor, train_tokens: torch.Tensor, copy_tokens: torch.Tensor
-) -> dict[str, torch.Tensor]:
-    """The three scores of every head.
+    model: TransformerBridge, prefix_tokens: torch.Tensor, train_tokens: torch.Tensor, copy_tokens: torch.Tensor
+) -> dict[ScoreName, torch.Tensor]:
+    """The three scores of every head (:data:`SCORE_NAMES`).
 
     Args:
         prefix_tokens: ``(batch, seq)`` a repeated random segment after BOS (prefix matching).
@@ -235,14 +284,31 @@ def is_induction_head(
     return (prefix_matching >= threshold) & (copying > 0)
 
 
+def induction_heads(
+    scores: Mapping[ScoreName, torch.Tensor], threshold: float = INDUCTION_THRESHOLD
+) -> list[tuple[int, int]]:
+    """The ``(layer, head)`` pairs that :func:`is_induction_head` accepts, layer by layer.
+
+    Args:
+        scores: :func:`head_scores` of one model: ``"prefix matching"`` and ``"copying"``, ``(n_layers, n_heads)``.
+    """
+    found = is_induction_head(scores["prefix matching"], scores["copying"], threshold)
+    if found.ndim != 2:
+        raise ValueError(f"scores must be (n_layers, n_heads), got shape {tuple(found.shape)}")
+    return [(layer, head) for layer, head in found.nonzero().tolist()]
+
+
 # ---------------------------------------------------------------------------------------------
 # Over training: checkpoints
 # ---------------------------------------------------------------------------------------------
 
 
 def over_checkpoints(
-    model: nn.Module, checkpoints: Mapping[int, dict[str, torch.Tensor]], measure, steps: Iterable[int] | None = None
-) -> tuple[list[int], list]:
+    model: nn.Module,
+    checkpoints: Mapping[int, dict[str, torch.Tensor]],
+    measure: Callable[[nn.Module], T],
+    steps: Iterable[int] | None = None,
+) -> tuple[list[int], list[T]]:
     """Load each checkpoint into ``model`` (in step order) and call ``measure(model)``.
 
     Leaves ``model`` holding the last checkpoint measured.
@@ -250,19 +316,19 @@ def over_checkpoints(
     Returns:
         ``(steps, results)``, two lists in step order.
     """
-    steps = sorted(checkpoints) if steps is None else list(steps)
-    missing = [s for s in steps if s not in checkpoints]
+    chosen = sorted(checkpoints) if steps is None else list(steps)
+    missing = [s for s in chosen if s not in checkpoints]
     if missing:
         raise ValueError(f"no checkpoint at steps {missing}; available: {sorted(checkpoints)}")
     was_training = model.training
     model.eval()
     results = []
-    for step in steps:
+    for step in chosen:
         model.load_state_dict(checkpoints[step])
         with torch.inference_mode():
             results.append(measure(model))
     model.train(was_training)
-    return steps, results
+    return chosen, results
 
 
 def pca(matrix: torch.Tensor, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
@@ -274,15 +340,20 @@ def pca(matrix: torch.Tensor, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     Returns:
         ``(coordinates (n_rows, k), explained_variance_ratio (k,))``.
     """
-    if matrix.ndim != 2 or not 1 <= k <= min(matrix.shape):
-        raise ValueError(f"need a 2-D matrix and 1 <= k <= min(shape); got shape {tuple(matrix.shape)}, k={k!r}")
+    if matrix.ndim != 2:
+        raise ValueError(f"matrix must be 2-D (n_rows, n_features), got shape {tuple(matrix.shape)}")
+    validate.positive_int("k", k)
+    if k > min(matrix.shape):
+        raise ValueError(f"need 1 <= k <= min(shape); got shape {tuple(matrix.shape)}, k={k!r}")
     centred = matrix.double() - matrix.double().mean(dim=0, keepdim=True)
     u, s, _ = torch.linalg.svd(centred, full_matrices=False)
     explained = s**2 / (s**2).sum().clamp_min(1e-30)
     return (u[:, :k] * s[:k]).float(), explained[:k].float()
 
 
-def phase_change_window(steps, loss, upper: float = 0.75, lower: float = 0.1) -> tuple[int, int]:
+def phase_change_window(
+    steps: Iterable[int], loss: Iterable[float] | torch.Tensor, upper: float = 0.75, lower: float = 0.1
+) -> tuple[int, int]:
     """The steps where a loss curve makes its big drop.
 
     With ``L0`` the first and ``Lf`` the last value, the window starts at the last step whose loss is
@@ -295,11 +366,10 @@ def phase_change_window(steps, loss, upper: float = 0.75, lower: float = 0.1) ->
     Raises:
         ValueError: the curve does not fall (``L0 <= Lf``), or the fractions are not ``0 < lower < upper < 1``.
     """
-    steps = [int(s) for s in steps]
-    values = [float(v) for v in loss]
-    if len(steps) != len(values) or len(steps) < 2:
-        raise ValueError(f"need matching steps and losses, at least 2; got {len(steps)} and {len(values)}")
-    if not 0 < lower < upper < 1:
+    at, values = _curve(steps, loss, minimum=2)
+    validate.fraction("lower", lower)
+    validate.fraction("upper", upper)
+    if not lower < upper:
         raise ValueError(f"need 0 < lower < upper < 1, got lower={lower!r}, upper={upper!r}")
     first, last = values[0], values[-1]
     if not first > last:
@@ -308,4 +378,33 @@ def phase_change_window(steps, loss, upper: float = 0.75, lower: float = 0.1) ->
     lo = last + lower * (first - last)
     end_index = next(i for i, v in enumerate(values) if v <= lo)
     start_index = max([i for i in range(end_index + 1) if values[i] >= hi], default=0)
-    return steps[start_index], steps[end_index]
+    return at[start_index], at[end_index]
+
+
+def phase_change_step(
+    steps: Iterable[int], repeated_loss: Iterable[float] | torch.Tensor, threshold: float = PHASE_CHANGE_LOSS
+) -> int | None:
+    """The first checkpoint step whose loss on repeated tokens is below ``threshold``; ``None`` if none is.
+
+    Args:
+        steps: ``(K,)`` increasing checkpoint steps. repeated_loss: ``(K,)`` loss on repeated tokens
+            (:func:`lib.induction.repeat_mask`) at those steps.
+    """
+    at, values = _curve(steps, repeated_loss, minimum=1)
+    if not threshold > 0:
+        raise ValueError(f"threshold must be a positive loss in nats, got {threshold!r}")
+    return next((step for step, value in zip(at, values) if value < threshold), None)
+
+
+def window_middle(steps: Iterable[int], window: tuple[int, int]) -> int:
+    """The checkpoint step nearest the middle of a phase-change ``window`` (the earlier one on a tie)."""
+    centre = (window[0] + window[1]) / 2
+    return min(steps, key=lambda step: abs(step - centre))
+
+
+def _curve(steps: Iterable[int], loss: Iterable[float] | torch.Tensor, minimum: int) -> tuple[list[int], list[float]]:
+    """``steps`` and ``loss`` as two lists of the same length, at least ``minimum`` long."""
+    at, values = [int(s) for s in steps], [float(v) for v in loss]
+    if len(at) != len(values) or len(at) < minimum:
+        raise ValueError(f"need matching steps and losses, at least {minimum}; got {len(at)} and {len(values)}")
+    return at, values

@@ -9,7 +9,8 @@ layer. A one-layer model can then form induction heads, and a two-layer model fo
 
 Here the smear is a permanent forward hook on ``blocks.{l}.attn.hook_k`` (shape ``(batch, seq, heads,
 d_head)``) of a transformer_lens 4.x ``TransformerBridge`` built by :func:`lib.induction.make_model`.
-The scalars live in a :class:`SmearedKeys` module registered *inside* the model (``model.original_model.smear``), so:
+The scalars live in a :class:`SmearedKeys` module registered *inside* the model
+(``model.original_model.smear``), so:
 
 - ``model.parameters()`` includes them: :func:`lib.train.train` trains them with the rest of the model
   (passing them again as ``extra_params``, e.g. ``extra_params=smear_parameters(model)``, is harmless);
@@ -20,22 +21,13 @@ The scalars live in a :class:`SmearedKeys` module registered *inside* the model 
 - the smear can be switched off (``set_smear(model, False)`` or ``with smear_disabled(model): ...``):
   the keys then pass through unchanged, exactly as in a plain model.
 
-Public API (stable):
-
-- :func:`attach_smear` (model, alpha=0.0) -> :class:`SmearedKeys`: add smeared keys to a model in place;
-- :func:`make_model` (config, seed, smeared=True, alpha=0.0, device=None): ``lib.induction.make_model`` + attach;
-- :func:`train_model` / :func:`train_smeared` (config, seed, ..., train_config=:data:`TRAIN`, evaluate, alpha,
-  device) -> ``(model, History)``: chapter 6's training of one arm and seed;
-- :func:`smear_of`, :func:`smear_parameters`, :func:`smear_sigma`, :func:`sigma_of_state`: read the parameters;
-- :func:`set_smear`, :func:`smear_disabled`: switch the smear off and on;
-- :func:`smear_keys` (keys, sigma): the smear itself on a ``(batch, seq, heads, d_head)`` key tensor;
-- :data:`ARMS`, :data:`PHASE_CHANGE_LOSS`, :func:`phase_change_step`: chapter 6's arms and phase-change definition.
+:func:`make_model` and :func:`train_model` build (and train) chapter 6's models, smeared or plain.
 
 Initialisation: ``alpha = 0``, i.e. ``sigmoid(alpha) = 0.5``: every key starts as an equal mix of
 itself and its predecessor. It is the neutral point (neither "current" nor "previous" preferred) and
 the point where ``sigmoid`` is steepest, so gradient descent can move each head either way fastest.
-It matters: from ``alpha = 2`` (``sigmoid = 0.88``, nearly a plain model) a one-layer model pushes ``sigmoid``
-up to about 0.97 and forms no induction head in 400 steps (``bench/smear_train.py``).
+It matters: from ``alpha = 2`` (``sigmoid = 0.88``, nearly a plain model) a one-layer model pushes
+``sigmoid`` up to about 0.97 and forms no induction head in 400 steps (``bench/smear_train.py``).
 """
 
 from __future__ import annotations
@@ -43,13 +35,18 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from torch import nn
 
-from lib import induction as ind
-from lib.train import History, TrainConfig, model_device, train
+from lib import induction
+from lib.train import History, TrainConfig, model_device
+
+if TYPE_CHECKING:
+    from transformer_lens.model_bridge import TransformerBridge
+
+ModelT = TypeVar("ModelT", bound=nn.Module)
 
 STATE_KEY = "smear.alpha"
 """The key of the ``(n_layers, n_heads)`` smear parameters in ``model.state_dict()``."""
@@ -57,30 +54,12 @@ STATE_KEY = "smear.alpha"
 INIT_ALPHA = 0.0
 """Default initial ``alpha`` of every head: ``sigmoid(0) = 0.5``, an even mix (see the module docstring)."""
 
-TRAIN = TrainConfig(steps=400, lr=3e-3, batch_size=32, checkpoint_steps=tuple(range(0, 401, 10)), desc="smeared")
+TRAIN = replace(induction.TRAINING, steps=400, checkpoint_steps=tuple(range(0, 401, 10)), desc="smeared")
 """Chapter 6's training: chapter 5's settings (lr 3e-3, batch 32, a checkpoint every 10 steps) for 400 steps,
-enough for every arm but the one-layer plain model to pass :data:`PHASE_CHANGE_LOSS` (seeds 0-2)."""
+enough for every arm but the one-layer plain model to pass :data:`lib.scores.PHASE_CHANGE_LOSS` (seeds 0-2)."""
 
 ARMS = {"1 layer": (1, False), "1 layer, smeared": (1, True), "2 layers": (2, False), "2 layers, smeared": (2, True)}
 """Chapter 6's four arms: name -> ``(n_layers, smeared)``."""
-
-PHASE_CHANGE_LOSS = 1.0
-"""The phase change is complete at the first checkpoint whose loss on repeated tokens is below this (nats)."""
-
-
-def phase_change_step(steps, repeated_loss, threshold: float = PHASE_CHANGE_LOSS) -> int | None:
-    """The first checkpoint step whose loss on repeated tokens is below ``threshold``; ``None`` if none is.
-
-    Args:
-        steps: ``(K,)`` increasing checkpoint steps. repeated_loss: ``(K,)`` loss on repeated tokens
-            (:func:`lib.induction.repeat_mask`) at those steps.
-    """
-    steps, values = [int(s) for s in steps], [float(v) for v in repeated_loss]
-    if len(steps) != len(values) or not steps:
-        raise ValueError(f"need matching, non-empty steps and losses; got {len(steps)} and {len(values)}")
-    if not threshold > 0:
-        raise ValueError(f"threshold must be a positive loss in nats, got {threshold!r}")
-    return next((step for step, value in zip(steps, values) if value < threshold), None)
 
 
 def smear_keys(keys: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
@@ -95,7 +74,8 @@ def smear_keys(keys: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
     """
     if keys.ndim != 4 or sigma.shape != (keys.shape[2],):
         raise ValueError(
-            f"need keys (batch, seq, heads, d_head) and sigma (heads,); got {tuple(keys.shape)} and {tuple(sigma.shape)}"
+            f"need keys (batch, seq, heads, d_head) and sigma (heads,); "
+            f"got {tuple(keys.shape)} and {tuple(sigma.shape)}"
         )
     previous = torch.cat([keys[:, :1], keys[:, :-1]], dim=1)  # position 0 is its own predecessor: unchanged
     weight = sigma.to(keys.dtype)[:, None]  # (heads, 1), broadcast over batch, seq, d_head
@@ -106,7 +86,8 @@ class SmearedKeys(nn.Module):
     """The smear parameters of a whole model and the switch that turns the smear on and off.
 
     Attributes:
-        alpha: ``(n_layers, n_heads)`` parameter; ``sigmoid(alpha[l, h])`` weights head ``h``'s current key in layer ``l``.
+        alpha: ``(n_layers, n_heads)`` parameter; ``sigmoid(alpha[l, h])`` weights the current key of head
+            ``h`` in layer ``l``.
         enabled: when ``False`` the hooks return the keys unchanged.
     """
 
@@ -150,11 +131,19 @@ def _attention_layers(model: nn.Module) -> tuple[int, int]:
 
 def smear_of(model: nn.Module) -> SmearedKeys | None:
     """The model's :class:`SmearedKeys`, or ``None`` for a plain model."""
-    native = getattr(model, "original_model", None)
-    return getattr(native, "smear", None) if native is not None else None
+    smear = getattr(getattr(model, "original_model", None), "smear", None)
+    return smear if isinstance(smear, SmearedKeys) else None
 
 
-def attach_smear(model: nn.Module, alpha: torch.Tensor | float = INIT_ALPHA) -> SmearedKeys:
+def _attached(model: nn.Module) -> SmearedKeys:
+    """The model's :class:`SmearedKeys`; ``ValueError`` for a plain model."""
+    smear = smear_of(model)
+    if smear is None:
+        raise ValueError("the model has no smeared keys; call attach_smear(model) first")
+    return smear
+
+
+def attach_smear(model: TransformerBridge, alpha: torch.Tensor | float = INIT_ALPHA) -> SmearedKeys:
     """Give every head of ``model`` smeared keys, in place; returns the new :class:`SmearedKeys`.
 
     Args:
@@ -189,18 +178,12 @@ def attach_smear(model: nn.Module, alpha: torch.Tensor | float = INIT_ALPHA) -> 
 
 def smear_parameters(model: nn.Module) -> list[nn.Parameter]:
     """``[alpha]`` of a smeared model (for an optimizer of your own, or ``lib.train``'s ``extra_params``)."""
-    smear = smear_of(model)
-    if smear is None:
-        raise ValueError("the model has no smeared keys; call attach_smear(model) first")
-    return [smear.alpha]
+    return [_attached(model).alpha]
 
 
 def smear_sigma(model: nn.Module) -> torch.Tensor:
     """``(n_layers, n_heads)`` weight of the current key, ``sigmoid(alpha)``, detached on the CPU."""
-    smear = smear_of(model)
-    if smear is None:
-        raise ValueError("the model has no smeared keys; call attach_smear(model) first")
-    return smear.sigma().detach().cpu()
+    return _attached(model).sigma().detach().cpu()
 
 
 def sigma_of_state(state: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -212,18 +195,13 @@ def sigma_of_state(state: dict[str, torch.Tensor]) -> torch.Tensor:
 
 def set_smear(model: nn.Module, enabled: bool) -> None:
     """Switch a smeared model's smear on or off (off = the keys pass through unchanged)."""
-    smear = smear_of(model)
-    if smear is None:
-        raise ValueError("the model has no smeared keys; call attach_smear(model) first")
-    smear.enabled = bool(enabled)
+    _attached(model).enabled = bool(enabled)
 
 
 @contextlib.contextmanager
-def smear_disabled(model: nn.Module) -> Iterator[nn.Module]:
+def smear_disabled(model: ModelT) -> Iterator[ModelT]:
     """``with smear_disabled(model): ...`` runs the model with plain keys, then restores the previous setting."""
-    smear = smear_of(model)
-    if smear is None:
-        raise ValueError("the model has no smeared keys; call attach_smear(model) first")
+    smear = _attached(model)
     before = smear.enabled
     smear.enabled = False
     try:
@@ -233,57 +211,39 @@ def smear_disabled(model: nn.Module) -> Iterator[nn.Module]:
 
 
 def make_model(
-    config: ind.InductionConfig = ind.InductionConfig(),
+    config: induction.InductionConfig = induction.InductionConfig(),
     seed: int = 0,
     *,
     smeared: bool = True,
-    alpha: float = INIT_ALPHA,
+    alpha: torch.Tensor | float = INIT_ALPHA,
     device: torch.device | str | None = None,
-) -> nn.Module:
+) -> TransformerBridge:
     """:func:`lib.induction.make_model` (same weights for the same seed), with smeared keys if ``smeared``."""
-    model = ind.make_model(config, seed=seed, device=device)
+    model = induction.make_model(config, seed=seed, device=device)
     if smeared:
         attach_smear(model, alpha)
     return model
 
 
 def train_model(
-    config: ind.InductionConfig = ind.InductionConfig(n_layers=1),
+    config: induction.InductionConfig = induction.InductionConfig(n_layers=1),
     seed: int = 0,
     *,
     smeared: bool = True,
     train_config: TrainConfig = TRAIN,
     evaluate: Callable[[nn.Module], Any] | None = None,
-    alpha: float = INIT_ALPHA,
+    alpha: torch.Tensor | float = INIT_ALPHA,
     device: torch.device | str | None = None,
-) -> tuple[nn.Module, History]:
-    """Build and train one model of chapter 6 (a smeared one by default) on the repeated-token task.
+) -> tuple[TransformerBridge, History]:
+    """Build and train one model of chapter 6 (by default smeared, one layer) on the repeated-token task.
 
-    ``seed`` seeds both the initial weights and the training batches (``train_config.seed`` is
-    replaced), as chapter 5 does with seed 0. The returned history's checkpoints include
-    :data:`STATE_KEY` when ``smeared``; reload one with ``make_model(config, seed, smeared=True)``
-    followed by ``model.load_state_dict(history.checkpoints[step])``.
+    ``seed`` seeds both the initial weights and the training batches (see :func:`lib.induction.fit`), as
+    chapter 5 does with seed 0. The returned history's checkpoints include :data:`STATE_KEY` when
+    ``smeared``; reload one with ``make_model(config, seed, smeared=True)`` followed by
+    ``model.load_state_dict(history.checkpoints[step])``.
 
     Returns:
         ``(model, history)``: the model after the last step, and :class:`lib.train.History`.
     """
     model = make_model(config, seed, smeared=smeared, alpha=alpha, device=device)
-    history = train(
-        model, ind.make_batch_fn(config), ind.training_loss, replace(train_config, seed=seed), evaluate=evaluate
-    )
-    return model, history
-
-
-def train_smeared(
-    config: ind.InductionConfig = ind.InductionConfig(n_layers=1),
-    seed: int = 0,
-    train_config: TrainConfig = TRAIN,
-    *,
-    evaluate: Callable[[nn.Module], Any] | None = None,
-    alpha: float = INIT_ALPHA,
-    device: torch.device | str | None = None,
-) -> tuple[nn.Module, History]:
-    """The smeared model of chapter 6 (one layer by default), trained: ``train_model(..., smeared=True)``."""
-    return train_model(
-        config, seed, smeared=True, train_config=train_config, evaluate=evaluate, alpha=alpha, device=device
-    )
+    return model, induction.fit(model, config, seed, train_config=train_config, evaluate=evaluate)

@@ -1,5 +1,7 @@
 """lib.ablation: exact identities of the two ablation kinds, hook hygiene, bad input."""
 
+from typing import get_args
+
 import pytest
 import torch
 
@@ -113,7 +115,7 @@ def test_bad_heads(model, tokens, heads, match):
 
 
 def test_bad_input(model, tokens):
-    with pytest.raises(ValueError, match="unknown ablation kind"):
+    with pytest.raises(ValueError, match="kind must be one of \\['full', 'pattern-preserving'\\], got 'mean'"):
         ab.ablated_loss(model, tokens, [], kind="mean")
     with pytest.raises(ValueError, match="int64"):
         ab.ablated_loss(model, tokens.float(), [])
@@ -127,6 +129,16 @@ def test_bad_input(model, tokens):
         ab.fraction_removed(0.0, -1.0)
     with pytest.raises(ValueError, match="do not match"):
         next_token_loss(torch.zeros(2, 5, 7), tokens)
+
+
+def test_kinds_and_check_heads(model):
+    assert ab.KINDS == get_args(ab.Kind) == ("full", "pattern-preserving")
+    assert ab.check_heads(model, [[1, 2], (0, 0)]) == ((1, 2), (0, 0))
+    assert ab.check_heads(model, []) == ()
+    with pytest.raises(ValueError, match="head must be an integer in \\[0, 2\\], got 3 in \\(0, 3\\)"):
+        ab.check_heads(model, [(0, 3)])
+    with pytest.raises(ValueError, match=r"heads listed more than once: \['L0H1'\]"):
+        ab.check_heads(model, [(0, 1), (0, 1)])
 
 
 def test_fraction_removed_and_names(model):

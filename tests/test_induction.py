@@ -1,4 +1,6 @@
+import inspect
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -61,7 +63,9 @@ def test_prefix_matching_tokens():
     [
         (dict(seq_len=40, max_repeat=24), "too long for seq_len"),
         (dict(vocab=16), "vocab=16 is too small"),
-        (dict(vocab=2), "at least 3"),
+        (dict(vocab=2), "vocab must be an integer >= 3"),
+        (dict(prefix_repeats=1), "prefix_repeats must be an integer >= 2"),
+        (dict(d_head=True), "d_head must be a positive integer"),
         (dict(min_repeat=10, max_repeat=5), "min_repeat"),
         (dict(n_layers=0), "n_layers"),
         (dict(prefix_segment=20), "prefix-matching set needs"),
@@ -73,23 +77,29 @@ def test_config_rejects_bad_values(kwargs, match):
         ind.InductionConfig(**kwargs)
 
 
-def test_unknown_head_or_layer_raises():
-    config = ind.InductionConfig()
-    ind.check_head(config, 1, 3)
-    with pytest.raises(ValueError, match="head must be an integer in \\[0, 3\\]"):
-        ind.check_head(config, 0, 4)
-    with pytest.raises(ValueError, match="layer must be"):
-        ind.check_head(config, 2, 0)
-    model = ind.make_model(config.with_layers(1))
-    with pytest.raises(ValueError, match="layer must be"):
+def test_set_head_rejects_unknown_head_or_layer():
+    model = ind.make_model(ind.InductionConfig().with_layers(1))
+    ind.set_head(model, 0, 3, W_V=torch.zeros(64, 16))
+    assert torch.equal(model.W_V[0, 3], torch.zeros(64, 16))
+    with pytest.raises(ValueError, match="head must be an integer in \\[0, 3\\], got 4"):
+        ind.set_head(model, 0, 4, W_V=torch.zeros(64, 16))
+    with pytest.raises(ValueError, match="layer must be an integer in \\[0, 0\\], got 1"):
         ind.set_head(model, 1, 0, W_V=torch.zeros(64, 16))
+    with pytest.raises(ValueError, match="layer must be"):
+        ind.set_head(model, True, 0)
 
 
 def test_bad_batch_and_seed():
     with pytest.raises(ValueError, match="batch"):
         ind.repeated_sequences(0, ind.seeded_generator(0))
+    with pytest.raises(ValueError, match="batch"):
+        ind.prefix_matching_tokens(1.5, ind.seeded_generator(0))
     with pytest.raises(ValueError, match="seed"):
         ind.make_model(seed=-1)
+    with pytest.raises(ValueError, match="seed"):
+        ind.seeded_generator(-1)
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        ind.eval_sets(n=0)
 
 
 @pytest.mark.parametrize("n_layers", [1, 2])
@@ -159,14 +169,27 @@ def test_train_model_is_make_model_then_train():
     short = TrainConfig(steps=3, lr=3e-3, batch_size=4, checkpoint_steps=(0, 3), seed=5, progress=False)
     model, history = ind.train_model(config, seed=2, train_config=short)
     by_hand = ind.make_model(config, seed=2)
-    from dataclasses import replace
-
     manual = train(by_hand, ind.make_batch_fn(config), ind.training_loss, replace(short, seed=2))
     assert torch.equal(history.loss, manual.loss)
     assert sorted(history.checkpoints) == [0, 3]
     for key, value in by_hand.state_dict().items():
         assert torch.equal(model.state_dict()[key], value)
     assert ind.TRAINING.steps == 600 and ind.TRAINING.lr == 3e-3 and ind.TRAINING.batch_size == 32
+
+
+def test_fit_trains_a_given_model_with_its_seed():
+    config = ind.InductionConfig(n_layers=1, d_model=16, d_head=4, n_heads=2)
+    short = TrainConfig(steps=3, lr=3e-3, batch_size=4, seed=5, progress=False)
+    a, b = ind.make_model(config, seed=0), ind.make_model(config, seed=0)
+    history = ind.fit(a, config, 2, train_config=short, evaluate=None)
+    manual = train(b, ind.make_batch_fn(config), ind.training_loss, replace(short, seed=2))
+    assert torch.equal(history.loss, manual.loss) and torch.equal(a.W_Q, b.W_Q)
+
+
+def test_induction_head_weights_source_fits_the_page():
+    """Chapter 5 prints this function's source: every line must fit the 79-column code cell."""
+    lines = inspect.getsource(ind.induction_head_weights).splitlines()
+    assert max(len(line) for line in lines) <= 79
 
 
 def test_eval_sets_are_fixed_and_drawn_in_chapter_order():

@@ -70,16 +70,69 @@ def test_icl_score_sign_convention():
     assert torch.allclose(sc.icl_score(stacked, 0, 3), torch.tensor([-3.5, 3.5]))
     with pytest.raises(ValueError, match="early < late"):
         sc.icl_score(falling, 3, 0)
-    with pytest.raises(ValueError, match="early < late"):
+    with pytest.raises(ValueError, match="late must be an integer in \\[0, 3\\], got 4"):
         sc.icl_score(falling, 0, 4)
+    with pytest.raises(ValueError, match="early must be"):
+        sc.icl_score(falling, 0.0, 3)
+
+
+def test_icl_positions_are_the_second_and_the_last_prediction():
+    assert sc.icl_positions(49) == (1, 47)  # predicting the 2nd and the 48th (last) token
+    assert sc.icl_positions(4) == (1, 2)
+    with pytest.raises(ValueError, match="seq_len must be an integer >= 4"):
+        sc.icl_positions(3)
+
+
+def test_masked_mean_matches_indexing_each_loss_matrix():
+    g = torch.Generator().manual_seed(0)
+    loss = torch.rand(3, 2, 4, 6, generator=g)  # (checkpoints, ablations, batch, seq - 1)
+    mask = torch.rand(4, 6, generator=g) > 0.5
+    got = sc.masked_mean(loss, mask)
+    assert got.shape == (3, 2)
+    expected = torch.stack([torch.stack([m[mask].mean() for m in row]) for row in loss])
+    assert torch.equal(got, expected)
+    assert torch.equal(sc.masked_mean(loss[0, 0], ~mask), loss[0, 0][~mask].mean())
+    with pytest.raises(ValueError, match="bool"):
+        sc.masked_mean(loss, mask.float())
+    with pytest.raises(ValueError, match="last two axes"):
+        sc.masked_mean(loss, mask[:, :5])
+    with pytest.raises(ValueError, match="no entry"):
+        sc.masked_mean(loss, torch.zeros(4, 6, dtype=torch.bool))
 
 
 def test_phase_change_window():
     steps = list(range(0, 110, 10))
     loss = [4.0, 3.9, 3.8, 3.7, 3.6, 2.0, 0.6, 0.3, 0.1, 0.0, 0.0]
     assert sc.phase_change_window(steps, loss) == (40, 70)
+    assert sc.phase_change_window(steps, torch.tensor(loss)) == (40, 70)
     with pytest.raises(ValueError, match="does not fall"):
         sc.phase_change_window(steps, [1.0] * 11)
+    with pytest.raises(ValueError, match="lower < upper"):
+        sc.phase_change_window(steps, loss, upper=0.1, lower=0.5)
+    with pytest.raises(ValueError, match="upper must be a number strictly between 0 and 1"):
+        sc.phase_change_window(steps, loss, upper=1.0)
+    with pytest.raises(ValueError, match="at least 2"):
+        sc.phase_change_window([0], [1.0])
+
+
+def test_phase_change_step():
+    assert sc.phase_change_step([0, 10, 20, 30], [3.0, 1.2, 0.9, 0.1]) == 20
+    assert sc.phase_change_step([0, 10], [3.0, 2.0]) is None
+    assert sc.phase_change_step([0, 10], torch.tensor([3.0, 0.5]), threshold=0.4) is None
+    assert sc.PHASE_CHANGE_LOSS == 1.0
+    with pytest.raises(ValueError):
+        sc.phase_change_step([0, 10], [1.0])
+    with pytest.raises(ValueError):
+        sc.phase_change_step([], [])
+    with pytest.raises(ValueError):
+        sc.phase_change_step([0], [1.0], threshold=0)
+
+
+def test_window_middle_is_the_nearest_checkpoint():
+    steps = list(range(0, 110, 10))
+    assert sc.window_middle(steps, (40, 70)) == 50  # 55 is as near 50 as 60: the earlier one
+    assert sc.window_middle(steps, (40, 80)) == 60
+    assert sc.window_middle([0, 20, 40], (10, 12)) == 20
 
 
 def test_pca_and_classifier():
@@ -92,6 +145,25 @@ def test_pca_and_classifier():
     assert got.tolist() == [True, False, False]
     with pytest.raises(ValueError, match="threshold"):
         sc.is_induction_head(torch.ones(1), torch.ones(1), threshold=0.0)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        sc.pca(matrix, k=0)
+    with pytest.raises(ValueError, match="k <= min"):
+        sc.pca(matrix, k=4)
+
+
+def test_induction_heads_lists_the_classified_heads_layer_by_layer():
+    scores = {
+        "prefix matching": torch.tensor([[0.9, 0.2, 0.8], [0.76, 0.75, 0.99]]),
+        "copying": torch.tensor([[0.1, 0.9, -0.2], [0.5, 0.01, 0.3]]),
+        "previous token": torch.zeros(2, 3),
+    }
+    assert sc.induction_heads(scores) == [(0, 0), (1, 0), (1, 1), (1, 2)]
+    assert sc.induction_heads(scores, threshold=0.8) == [(0, 0), (1, 2)]
+    assert all(isinstance(i, int) for head in sc.induction_heads(scores) for i in head)
+    none = {**scores, "copying": -scores["copying"].abs()}
+    assert sc.induction_heads(none) == []
+    with pytest.raises(ValueError, match="n_layers, n_heads"):
+        sc.induction_heads({"prefix matching": torch.ones(3), "copying": torch.ones(3)})
 
 
 def test_hand_built_scores():
@@ -106,6 +178,8 @@ def test_hand_built_scores():
     assert scores["prefix matching"][1, 0] > 0.99 and scores["copying"][1, 0] > 0.99
     assert scores["previous token"][0, 0] > 0.99 and scores["prefix matching"][0, 0] < 0.05
     assert sc.is_induction_head(scores["prefix matching"], scores["copying"]).tolist() == [[False], [True]]
+    assert tuple(scores) == sc.SCORE_NAMES
+    assert sc.induction_heads(scores) == [(1, 0)]
 
 
 def test_over_checkpoints_loads_in_order():

@@ -127,19 +127,23 @@ def test_alpha_tensor_init_and_bad_input():
     with pytest.raises(ValueError):
         sm.attach_smear(ind.make_model(SMALL, seed=0), "0.5")
     plain = ind.make_model(SMALL, seed=0)
+    assert sm.smear_of(plain) is None and sm.smear_of(torch.nn.Linear(3, 3)) is None
     for fn in (sm.smear_parameters, sm.smear_sigma, lambda m: sm.set_smear(m, True)):
         with pytest.raises(ValueError, match="attach_smear"):
             fn(plain)
+    with pytest.raises(ValueError, match="attach_smear"), sm.smear_disabled(plain):
+        pass
 
 
-def test_phase_change_step():
-    assert sm.phase_change_step([0, 10, 20, 30], [3.0, 1.2, 0.9, 0.1]) == 20
-    assert sm.phase_change_step([0, 10], [3.0, 2.0]) is None
-    assert sm.phase_change_step([0, 10], torch.tensor([3.0, 0.5]), threshold=0.4) is None
-    with pytest.raises(ValueError):
-        sm.phase_change_step([0, 10], [1.0])
-    with pytest.raises(ValueError):
-        sm.phase_change_step([0], [1.0], threshold=0)
+def test_train_config_is_chapter_5s_with_fewer_steps():
+    assert sm.TRAIN == TrainConfig(
+        steps=400, lr=3e-3, batch_size=32, checkpoint_steps=tuple(range(0, 401, 10)), desc="smeared"
+    )
+    assert (sm.TRAIN.lr, sm.TRAIN.batch_size, sm.TRAIN.optimizer) == (
+        ind.TRAINING.lr,
+        ind.TRAINING.batch_size,
+        ind.TRAINING.optimizer,
+    )
 
 
 # ---- exercise check: the reference passes, a stub and wrong answers fail ----
@@ -176,3 +180,13 @@ def test_train_model_plain_and_alpha():
     torch.testing.assert_close(sm.sigma_of_state(history.checkpoints[0]), torch.sigmoid(torch.full((2, 2), -1.0)))
     plain, history = sm.train_model(SMALL, seed=0, smeared=False, train_config=config)
     assert sm.smear_of(plain) is None and sm.STATE_KEY not in history.checkpoints[0]
+
+
+def test_train_model_is_make_model_then_fit():
+    config = TrainConfig(steps=3, lr=1e-2, batch_size=4, checkpoint_steps=(3,), seed=9, progress=False)
+    model, history = sm.train_model(SMALL, seed=1, train_config=config)
+    by_hand = sm.make_model(SMALL, seed=1)
+    manual = ind.fit(by_hand, SMALL, 1, train_config=config)
+    assert torch.equal(history.loss, manual.loss)
+    for key, value in by_hand.state_dict().items():
+        assert torch.equal(model.state_dict()[key], value)
