@@ -7,7 +7,6 @@ import torch
 
 from lib import ablation as ab
 from lib import induction as ind
-from lib.checks import CheckFailed, check_pattern_preserving_ablation
 from lib.scores import next_token_loss, per_token_loss
 
 CONFIG = ind.InductionConfig(
@@ -157,29 +156,6 @@ def test_next_token_loss_matches_per_token_loss(model, tokens):
         assert torch.equal(next_token_loss(logits, tokens), per_token_loss(model, tokens))
         stacked = next_token_loss(torch.stack([logits, 2 * logits]), tokens)
     assert stacked.shape == (2, *tokens.shape[:1], tokens.shape[1] - 1)
-
-
-def test_check_pattern_preserving_ablation():
-    def stub(model, tokens, layer, head):
-        raise NotImplementedError
-
-    def full_instead(model, tokens, layer, head):
-        return ab.ablated_loss(model, tokens, [(layer, head)], "full")
-
-    def leaves_a_hook(model, tokens, layer, head):
-        model.blocks[0].attn.hook_z.add_hook(lambda z, hook: z)
-        return ab.ablated_loss(model, tokens, [(layer, head)], "pattern-preserving")
-
-    def reference(model, tokens, layer, head):
-        return ab.ablated_loss(model, tokens, [(layer, head)], "pattern-preserving")
-
-    with pytest.raises(CheckFailed, match="not implemented"):
-        check_pattern_preserving_ablation(stub)
-    with pytest.raises(CheckFailed, match="differs"):
-        check_pattern_preserving_ablation(full_instead)
-    with pytest.raises(CheckFailed, match="hook"):
-        check_pattern_preserving_ablation(leaves_a_hook)
-    check_pattern_preserving_ablation(reference)
 
 
 def test_smeared_model_keeps_its_permanent_hook(tokens):

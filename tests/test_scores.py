@@ -3,9 +3,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from lib import checks
 from lib import scores as sc
-from lib.induction import HandBuiltLayout, hand_built_model, previous_token_head_weights
+from lib.induction import hand_built_model
 
 
 def one_hot_pattern(seq, targets):
@@ -190,46 +189,3 @@ def test_over_checkpoints_loads_in_order():
     assert steps == [0, 10] and results[0] == 0.0 and results[1] > 0
     with pytest.raises(ValueError, match="no checkpoint"):
         sc.over_checkpoints(model, {0: zero}, lambda m: 0, steps=[5])
-
-
-# ---- exercise checks: the reference passes, a stub and a wrong answer fail ----
-
-
-def test_check_prefix_matching_score():
-    checks.check_prefix_matching_score(sc.prefix_matching_score)
-
-    def stub(pattern, tokens):
-        raise NotImplementedError
-
-    with pytest.raises(checks.CheckFailed, match="not implemented"):
-        checks.check_prefix_matching_score(stub)
-
-    def wrong(pattern, tokens):  # attends to the earlier occurrence itself, not the token after it
-        mask = (tokens[:, None, :] == tokens[:, :, None]) & torch.ones(
-            tokens.shape[1], tokens.shape[1], dtype=torch.bool
-        ).tril(-1)
-        has = mask.any(-1)
-        return ((pattern * mask[:, None]).sum(-1) * has[:, None]).sum(dim=(0, 2)) / has.sum()
-
-    with pytest.raises(checks.CheckFailed, match="differs"):
-        checks.check_prefix_matching_score(wrong)
-
-
-def test_check_previous_token_head():
-    checks.check_previous_token_head(previous_token_head_weights)
-
-    def stub(layout, strength=20.0):
-        raise NotImplementedError
-
-    with pytest.raises(checks.CheckFailed, match="not implemented"):
-        checks.check_previous_token_head(stub)
-
-    def self_attending(layout: HandBuiltLayout, strength=20.0):
-        w = previous_token_head_weights(layout, strength)
-        pos = torch.arange(layout.seq_len)
-        w["W_K"] = torch.zeros_like(w["W_K"])
-        w["W_K"][layout.position.start + pos, pos] = 1.0
-        return w
-
-    with pytest.raises(checks.CheckFailed, match="differs"):
-        checks.check_previous_token_head(self_attending)

@@ -1,7 +1,6 @@
 import pytest
 import torch
 
-from lib import checks
 from lib import induction as ind
 from lib import smear as sm
 from lib.scores import per_token_loss
@@ -144,34 +143,6 @@ def test_train_config_is_chapter_5s_with_fewer_steps():
         ind.TRAINING.batch_size,
         ind.TRAINING.optimizer,
     )
-
-
-# ---- exercise check: the reference passes, a stub and wrong answers fail ----
-
-
-def test_check_smear_keys():
-    checks.check_smear_keys(sm.smear_keys)
-
-    def stub(keys, sigma):
-        raise NotImplementedError
-
-    with pytest.raises(checks.CheckFailed, match="not implemented"):
-        checks.check_smear_keys(stub)
-
-    def swapped(keys, sigma):  # weights the previous key by sigma instead of the current one
-        previous = torch.cat([keys[:, :1], keys[:, :-1]], dim=1)
-        return sigma[:, None] * previous + (1 - sigma[:, None]) * keys
-
-    def zero_first(keys, sigma):  # pads position 0 with a zero key instead of leaving it unchanged
-        previous = torch.cat([torch.zeros_like(keys[:, :1]), keys[:, :-1]], dim=1)
-        return sigma[:, None] * keys + (1 - sigma[:, None]) * previous
-
-    def rolled(keys, sigma):  # torch.roll wraps the last key around to position 0
-        return sigma[:, None] * keys + (1 - sigma[:, None]) * keys.roll(1, dims=1)
-
-    for wrong in (swapped, zero_first, rolled):
-        with pytest.raises(checks.CheckFailed, match="differs"):
-            checks.check_smear_keys(wrong)
 
 
 def test_train_model_plain_and_alpha():
