@@ -11,6 +11,8 @@ One task, built deterministically from a seed, rendered two ways:
 - **sentence form** (:func:`build_sentences` -> :class:`SentenceTask`): natural sentences and
   questions with candidate lists, for language models, scored with :func:`mean_rank`.
 
+A chapter shows :meth:`SentenceTask.rows` as a table with :func:`lib.display.markdown_table`.
+
 Both share the split (:func:`assign_groups`, :func:`split_subjects`): subjects are dealt into one
 subset per relation pair, each subject gets a fact value of its pair, and within every fact value
 the first subjects (in index order) have their implication in training, the rest are held out.
@@ -937,14 +939,3 @@ def mean_rank(scores: Tensor | Sequence[Tensor | Sequence[float]], answer: Tenso
         tied = (row == row[a]).sum().item() - 1
         total += higher + 0.5 * tied
     return total / len(rows)
-
-
-def markdown_table(rows: Sequence[dict[str, object]]) -> str:
-    """A Markdown table of ``rows`` (dicts with the same keys), for ``IPython.display.Markdown``."""
-    if not rows:
-        raise ValueError("no rows to show")
-    keys = list(rows[0])
-    cell = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(cell(r[k]) for k in keys) + " |" for r in rows]
-    return "\n".join(lines)
