@@ -26,8 +26,8 @@ from torch import nn
 
 from lib import validate
 
-Optimizer = Literal["adamw", "adam", "sgd"]
-OPTIMIZERS: tuple[Optimizer, ...] = get_args(Optimizer)
+OptimizerName = Literal["adamw", "adam", "sgd"]
+OPTIMIZERS: tuple[OptimizerName, ...] = get_args(OptimizerName)
 PROGRESS_ENV = "CIRCUITS_PROGRESS"
 """Set to ``0`` to silence progress bars (``make book`` and ``make test`` do; so does ``CI=true``)."""
 
@@ -53,7 +53,7 @@ class TrainConfig:
     lr: float = 1e-3
     batch_size: int = 64
     weight_decay: float = 0.0
-    optimizer: Optimizer = "adamw"
+    optimizer: OptimizerName = "adamw"
     betas: tuple[float, float] = (0.9, 0.999)
     checkpoint_steps: tuple[int, ...] = ()
     seed: int = 0
