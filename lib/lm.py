@@ -132,7 +132,7 @@ def tiny_gpt2(
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        model: nn.Module = GPT2LMHeadModel(cfg)
+        model: nn.Module = GPT2LMHeadModel(cfg)  # as nn.Module: mypy misreads transformers' wrapped .to()
     return model.to(device) if device is not None else model
 
 
@@ -173,7 +173,7 @@ def load_pretrained(
         raise ValueError(f"{name!r} has no fast tokenizer; this pipeline needs one")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model: nn.Module = (
+    model: nn.Module = (  # as nn.Module, like tiny_gpt2's
         AutoModelForCausalLM.from_pretrained(name, dtype=dtype)
         if dtype is not None
         else AutoModelForCausalLM.from_pretrained(name)
