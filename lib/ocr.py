@@ -494,10 +494,10 @@ class SymbolicConfig:
 
     @property
     def layout(self) -> str:
-        """The token layout of one sequence, in words."""
+        """The token layout of one sequence, in words: one line per part, each short enough for a page."""
         return (
-            f"positions 0..{self.seq_len - 3}: noise tokens, with the subject at one random position among them; "
-            f"position {self.seq_len - 2}: the relation token; "
+            f"positions 0..{self.seq_len - 3}: noise tokens, the subject at a random position among them;\n"
+            f"position {self.seq_len - 2}: the relation token;\n"
             f"position {self.seq_len - 1}: EOS, where the answer is predicted"
         )
 

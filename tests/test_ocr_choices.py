@@ -1,4 +1,4 @@
-"""lib.ocr's string options: each Literal's values are the one constant the run-time checks use."""
+"""lib.ocr: each string option's Literal values are the one constant the run-time checks use; messages; layout."""
 
 from typing import get_args
 
@@ -62,3 +62,12 @@ def test_bad_symbolic_arguments(minimal, call, match):
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_layout_lines_fit_the_page():
+    layout = ocr.SymbolicConfig().layout
+    assert layout.splitlines()[1:] == [
+        "position 14: the relation token;",
+        "position 15: EOS, where the answer is predicted",
+    ]
+    assert all(len(line) <= 79 for line in layout.splitlines())
