@@ -72,7 +72,8 @@ def compare(
         if not same(got, expected, atol, rtol):
             inputs = ", ".join(_short(a, 120) for a in case)
             raise CheckFailed(
-                f"{name}: case {i} of {len(cases)} differs.\n  input:    {inputs}\n  expected: {_short(expected)}\n  got:      {_short(got)}"
+                f"{name}: case {i} of {len(cases)} differs.\n  input:    {inputs}\n"
+                f"  expected: {_short(expected)}\n  got:      {_short(got)}"
             )
     print(f"PASSED {name}: all {len(cases)} cases match the reference.")
 
@@ -281,7 +282,8 @@ def check_smear_keys(learner: Callable[[torch.Tensor, torch.Tensor], torch.Tenso
 
 
 def check_pattern_preserving_ablation(learner: Callable[..., torch.Tensor]) -> None:
-    """Chapter 7: ``pattern_preserving_ablation(model, tokens (batch, seq), layer, head) -> (batch, seq - 1)`` per-token loss.
+    """Chapter 7: ``pattern_preserving_ablation(model, tokens (batch, seq), layer, head)``, the per-token loss
+    ``(batch, seq - 1)``.
 
     Runs on a small two-layer model with random weights (std 0.3: sharp enough attention that a layer-0
     head moves layer-1 patterns), for heads of both layers (in layer 0 a full
@@ -292,7 +294,8 @@ def check_pattern_preserving_ablation(learner: Callable[..., torch.Tensor]) -> N
     config = induction.InductionConfig(
         n_layers=2, n_heads=2, d_model=32, d_head=8, vocab=20, seq_len=17, max_repeat=8, prefix_segment=4, init_std=0.3
     )
-    model = induction.make_model(config, seed=1)
+    # Any: a TransformerBridge, whose methods (reset_hooks) mypy cannot see through nn.Module's __getattr__.
+    model: Any = induction.make_model(config, seed=1)
     model.eval()
     tokens = induction.repeated_sequences(4, induction.seeded_generator(2), config)[0]
 

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import os
 import random
+from typing import Literal, get_args
 
 import numpy as np
 import torch
 
+from lib import validate
+
 DEVICE_ENV = "CIRCUITS_DEVICE"
 """Environment variable that overrides the automatic choice, e.g. ``CIRCUITS_DEVICE=cpu``."""
 
-KNOWN_DEVICES = ("auto", "cuda", "mps", "cpu")
+DeviceName = Literal["auto", "cuda", "mps", "cpu"]
+"""The names :func:`pick_device` accepts (in any case): ``"auto"`` or a device kind."""
+KNOWN_DEVICES: tuple[DeviceName, ...] = get_args(DeviceName)
 
 
 def available_devices() -> list[str]:
@@ -82,8 +87,7 @@ def seed_everything(seed: int) -> torch.Generator:
     Raises:
         ValueError: the seed is not an integer in [0, 2**63).
     """
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
+    validate.seed(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)  # also seeds every CUDA device

@@ -18,16 +18,24 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lib import validate
 from lib.device import check_device
-from lib.ocr import Question, SentenceTask, mean_rank
+from lib.ocr import Question, SentenceTask, Split, mean_rank
 from lib.train import History, TrainConfig, model_device, train
+
+if TYPE_CHECKING:  # transformers is imported only when a function needs it (it is slow to import)
+    from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+SentenceBatch = tuple[Tensor, Tensor]
+"""``(ids, mask)``, both ``(batch, max_tokens)``: int64 token ids and a bool mask (True = real token)."""
 
 UNK, PAD, BOS, EOS = "[UNK]", "[PAD]", "[BOS]", "[EOS]"
 HUB_HOST = "huggingface.co"
@@ -38,8 +46,8 @@ HUB_HOST = "huggingface.co"
 # ---------------------------------------------------------------------------------------------
 
 
-def word_tokenizer(texts: Sequence[str]):
-    """A word-level ``PreTrainedTokenizerFast`` whose vocabulary is every word and punctuation mark in ``texts``.
+def word_tokenizer(texts: Sequence[str]) -> PreTrainedTokenizerFast:
+    """A word-level ``PreTrainedTokenizerFast``: its vocabulary is every word and punctuation mark in ``texts``.
 
     Words are split at whitespace and punctuation (``"Paris."`` -> ``Paris``, ``.``); encoding adds a
     ``[BOS]`` token in front; unknown words map to ``[UNK]``. Token ids are assigned in order of first
@@ -63,7 +71,7 @@ def word_tokenizer(texts: Sequence[str]):
     return PreTrainedTokenizerFast(tokenizer_object=core, unk_token=UNK, pad_token=PAD, bos_token=BOS, eos_token=EOS)
 
 
-def task_tokenizer(task: SentenceTask):
+def task_tokenizer(task: SentenceTask) -> PreTrainedTokenizerFast:
     """:func:`word_tokenizer` over everything the task can show a model: training text, questions, candidates.
 
     Words of held-out implications are in the vocabulary only as candidate answers (they are also
@@ -94,14 +102,15 @@ class TinyLMConfig:
 
     def __post_init__(self) -> None:
         for name in ("n_layer", "d_model", "n_head", "max_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            validate.positive_int(name, getattr(self, name))
+        validate.seed(self.seed)
         if self.d_model % self.n_head:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_head={self.n_head}")
 
 
-def tiny_gpt2(tokenizer, config: TinyLMConfig = TinyLMConfig(), device: torch.device | str | None = None) -> nn.Module:
+def tiny_gpt2(
+    tokenizer: PreTrainedTokenizerBase, config: TinyLMConfig = TinyLMConfig(), device: torch.device | str | None = None
+) -> nn.Module:
     """A randomly initialised ``GPT2LMHeadModel`` sized by ``config`` for ``tokenizer``'s vocabulary (no dropout)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -123,7 +132,7 @@ def tiny_gpt2(tokenizer, config: TinyLMConfig = TinyLMConfig(), device: torch.de
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        model = GPT2LMHeadModel(cfg)
+        model: nn.Module = GPT2LMHeadModel(cfg)  # as nn.Module: mypy misreads transformers' wrapped .to()
     return model.to(device) if device is not None else model
 
 
@@ -147,7 +156,9 @@ def hub_available(timeout: float = 2.0, host: str = HUB_HOST) -> bool:
     return result[0]
 
 
-def load_pretrained(name: str, device: torch.device | str | None = None, dtype: torch.dtype | None = None):
+def load_pretrained(
+    name: str, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+) -> tuple[nn.Module, PreTrainedTokenizerBase]:
     """``(model, tokenizer)`` from the hub or a local folder via ``AutoModelForCausalLM`` / ``AutoTokenizer``.
 
     A tokenizer without a padding token gets its end-of-text token as padding (only masked positions use it).
@@ -162,7 +173,7 @@ def load_pretrained(name: str, device: torch.device | str | None = None, dtype: 
         raise ValueError(f"{name!r} has no fast tokenizer; this pipeline needs one")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = (
+    model: nn.Module = (  # as nn.Module, like tiny_gpt2's
         AutoModelForCausalLM.from_pretrained(name, dtype=dtype)
         if dtype is not None
         else AutoModelForCausalLM.from_pretrained(name)
@@ -175,7 +186,7 @@ def load_pretrained(name: str, device: torch.device | str | None = None, dtype: 
 # ---------------------------------------------------------------------------------------------
 
 
-def _pad_id(tokenizer) -> int:
+def _pad_id(tokenizer: PreTrainedTokenizerBase) -> int:
     for pid in (tokenizer.pad_token_id, tokenizer.eos_token_id):
         if pid is not None:
             return pid
@@ -183,8 +194,8 @@ def _pad_id(tokenizer) -> int:
 
 
 def encode_sentences(
-    tokenizer, sentences: Sequence[str], device: torch.device | str | None = None
-) -> tuple[Tensor, Tensor]:
+    tokenizer: PreTrainedTokenizerBase, sentences: Sequence[str], device: torch.device | str | None = None
+) -> SentenceBatch:
     """Each sentence as one right-padded row, followed by the end-of-text token where the tokenizer has one.
 
     Returns:
@@ -199,7 +210,7 @@ def encode_sentences(
     return _pad(rows, _pad_id(tokenizer), device)
 
 
-def _pad(rows: list[list[int]], pad_id: int, device) -> tuple[Tensor, Tensor]:
+def _pad(rows: list[list[int]], pad_id: int, device: torch.device | str | None) -> SentenceBatch:
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.bool)
@@ -209,18 +220,18 @@ def _pad(rows: list[list[int]], pad_id: int, device) -> tuple[Tensor, Tensor]:
     return ids.to(device), mask.to(device)
 
 
-def sentence_batches(ids: Tensor, mask: Tensor):
+def sentence_batches(ids: Tensor, mask: Tensor) -> Callable[[int, torch.Generator], SentenceBatch]:
     """A ``make_batch(batch_size, generator)`` for :func:`lib.train.train`: sentences drawn uniformly
     with replacement, on the device of ``ids``; a batch is ``(ids, mask)``, both (batch, max_tokens)."""
 
-    def make_batch(batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    def make_batch(batch_size: int, generator: torch.Generator) -> SentenceBatch:
         pick = torch.randint(0, len(ids), (batch_size,), generator=generator, device=ids.device)
         return ids[pick], mask[pick]
 
     return make_batch
 
 
-def lm_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
+def lm_loss(model: nn.Module, batch: SentenceBatch) -> Tensor:
     """Mean next-token cross-entropy over the real (unpadded) tokens of a batch ``(ids, mask)``."""
     ids, mask = batch
     logits = model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
@@ -228,7 +239,9 @@ def lm_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=-100)
 
 
-def fine_tune(model: nn.Module, tokenizer, sentences: Sequence[str], config: TrainConfig) -> History:
+def fine_tune(
+    model: nn.Module, tokenizer: PreTrainedTokenizerBase, sentences: Sequence[str], config: TrainConfig
+) -> History:
     """Train ``model`` in place on ``sentences`` (next-token loss on every token) with :func:`lib.train.train`."""
     ids, mask = encode_sentences(tokenizer, sentences, model_device(model))
     return train(model, sentence_batches(ids, mask), lm_loss, config)
@@ -239,7 +252,9 @@ def fine_tune(model: nn.Module, tokenizer, sentences: Sequence[str], config: Tra
 # ---------------------------------------------------------------------------------------------
 
 
-def score_questions(model: nn.Module, tokenizer, questions: Sequence[Question], batch_size: int = 512) -> list[Tensor]:
+def score_questions(
+    model: nn.Module, tokenizer: PreTrainedTokenizerBase, questions: Sequence[Question], batch_size: int = 512
+) -> list[Tensor]:
     """Log-probability of every candidate as the continuation of its question's prompt.
 
     The score of a candidate is the sum, over its tokens, of the log-probability the model gives each
@@ -254,8 +269,7 @@ def score_questions(model: nn.Module, tokenizer, questions: Sequence[Question], 
     questions = list(questions)
     if not questions:
         raise ValueError("empty evaluation set: no questions to score")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    validate.positive_int("batch_size", batch_size)
     for qi, q in enumerate(questions):
         if not isinstance(q.answer, int) or not 0 <= q.answer < len(q.candidates):
             raise ValueError(
@@ -299,8 +313,10 @@ def score_questions(model: nn.Module, tokenizer, questions: Sequence[Question], 
     return out
 
 
-def score_candidates(model: nn.Module, tokenizer, prompt: str, candidates: Sequence[str]) -> Tensor:
-    """Log-probability of each candidate after one prompt: ``(len(candidates),)`` float (see :func:`score_questions`)."""
+def score_candidates(
+    model: nn.Module, tokenizer: PreTrainedTokenizerBase, prompt: str, candidates: Sequence[str]
+) -> Tensor:
+    """Log-probability of each candidate after one prompt: ``(len(candidates),)`` float (as :func:`score_questions`)."""
     candidates = tuple(candidates)
     if not candidates:
         raise ValueError("no candidates to score")
@@ -327,9 +343,9 @@ def mean_rank_by_pair(questions: Sequence[Question], scores: Sequence[Tensor]) -
 
 def mean_rank_per_pair(
     model: nn.Module,
-    tokenizer,
+    tokenizer: PreTrainedTokenizerBase,
     task: SentenceTask,
-    group: str = "test",
+    group: Split = "test",
     forms: Sequence[int] | None = None,
     batch_size: int = 512,
 ) -> dict[str, float]:
@@ -352,9 +368,10 @@ def select_forms(task: SentenceTask, questions: Sequence[Question], forms: Seque
     if forms is None:
         return list(questions)
     n_forms = min(len(p.questions) for p in task.pairs)
-    bad = [f for f in forms if isinstance(f, bool) or not isinstance(f, int) or not 0 <= f < n_forms]
-    if bad or not forms:
-        raise ValueError(f"forms must be a non-empty list of indices in [0, {n_forms}), got {list(forms)!r}")
+    if not forms:
+        raise ValueError(f"forms must be a non-empty list of question-form indices in [0, {n_forms}), got []")
+    for form in forms:
+        validate.index("a question form", form, n_forms, f"forms={list(forms)!r}")
     prompts = {
         (p, task.pairs[p].questions[f].format(s=task.names[s]))
         for p in range(len(task.pairs))
@@ -389,7 +406,7 @@ class RankResult:
 
 def fine_tune_and_rank(
     model: nn.Module,
-    tokenizer,
+    tokenizer: PreTrainedTokenizerBase,
     task: SentenceTask,
     config: TrainConfig,
     forms: Sequence[int] | None = None,

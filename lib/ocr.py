@@ -11,6 +11,8 @@ One task, built deterministically from a seed, rendered two ways:
 - **sentence form** (:func:`build_sentences` -> :class:`SentenceTask`): natural sentences and
   questions with candidate lists, for language models, scored with :func:`mean_rank`.
 
+A chapter shows :meth:`SentenceTask.rows` as a table with :func:`lib.display.markdown_table`.
+
 Both share the split (:func:`assign_groups`, :func:`split_subjects`): subjects are dealt into one
 subset per relation pair, each subject gets a fact value of its pair, and within every fact value
 the first subjects (in index order) have their implication in training, the rest are held out.
@@ -19,11 +21,29 @@ the first subjects (in index order) have their implication in training, the rest
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar, Literal, get_args
 
 import torch
 from torch import Tensor
+
+from lib import validate
+
+Group = Literal["train_facts", "test_facts", "train_implications", "test_implications"]
+"""A group of symbolic examples: whose subjects (training or test) and which relation (fact or implication)."""
+GROUPS: tuple[Group, ...] = get_args(Group)
+TRAIN_GROUPS: tuple[Group, ...] = ("train_facts", "train_implications", "test_facts")
+"""The three groups of the training mix (:meth:`SymbolicTask.train_batch`: equal thirds of every batch)."""
+
+Split = Literal["train", "test"]
+"""Subjects whose implication is in training (``"train"``) or held out (``"test"``)."""
+SPLITS: tuple[Split, ...] = get_args(Split)
+
+TokenKind = Literal["subject", "relation", "fact value", "implication value", "noise", "EOS"]
+"""The blocks of the symbolic vocabulary, in vocabulary order."""
+TOKEN_KINDS: tuple[TokenKind, ...] = get_args(TokenKind)
 
 # ---------------------------------------------------------------------------------------------
 # Relation pairs
@@ -94,10 +114,15 @@ class RelationPair:
 
 
 def _no_duplicates(values: Sequence[str], what: str) -> None:
-    seen: set[str] = set()
-    dup = sorted({v for v in values if v in seen or seen.add(v)})
+    dup = sorted(v for v, count in Counter(values).items() if count > 1)
     if dup:
         raise ValueError(f"duplicate {what}: {dup[:5]}{' ...' if len(dup) > 5 else ''}")
+
+
+def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    # Not validate.one_of: the message starts "unknown group", as callers and tests of this module expect.
+    if value not in allowed:
+        raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(allowed)}")
 
 
 # Real capitals and the (main) language spoken there: every language appears once, so the map is one-to-one.
@@ -267,9 +292,8 @@ def fictitious_names(n: int, seed: int = 0) -> list[str]:
     names is involved); a clash with a real name would be a coincidence. Words that are values or
     relations of :data:`PAIRS` (a syllable name can spell "Paris") are never used.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be a non-negative integer, got {n!r}")
-    generator = torch.Generator().manual_seed(_check_seed(seed))
+    validate.non_negative_int("n", n)
+    generator = torch.Generator().manual_seed(validate.seed(seed))
     names: list[str] = []
     seen: set[str] = set()
     while len(names) < n:
@@ -281,12 +305,6 @@ def fictitious_names(n: int, seed: int = 0) -> list[str]:
             seen.add(name)
             names.append(name)
     return names
-
-
-def _check_seed(seed: int) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
-    return seed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,10 +324,8 @@ def assign_groups(
     Returns:
         ``subset_of`` and ``value_of``: lists of length ``n_subjects``.
     """
-    if n_subsets < 1 or values_per_subset < 1:
-        raise ValueError(
-            f"need at least one subset and one value, got n_subsets={n_subsets}, values_per_subset={values_per_subset}"
-        )
+    validate.positive_int("n_subsets", n_subsets)
+    validate.positive_int("values_per_subset", values_per_subset)
     if n_subjects < n_subsets:
         raise ValueError(f"fewer subjects ({n_subjects}) than subsets ({n_subsets}): every subset needs subjects")
     order = torch.randperm(n_subjects, generator=generator).tolist()
@@ -320,7 +336,7 @@ def assign_groups(
     return subset_of, value_of
 
 
-def split_subjects(group_of: Sequence[int], train_fraction: float) -> tuple[list[int], list[int]]:
+def split_subjects(group_of: Sequence[Hashable], train_fraction: float) -> tuple[list[int], list[int]]:
     """Choose whose implication is seen in training: in every group, the first subjects train.
 
     Args:
@@ -335,8 +351,7 @@ def split_subjects(group_of: Sequence[int], train_fraction: float) -> tuple[list
         ValueError: ``train_fraction`` outside (0, 1), no subjects, or a group left with no training
             or no test subject.
     """
-    if isinstance(train_fraction, bool) or not isinstance(train_fraction, (int, float)) or not 0 < train_fraction < 1:
-        raise ValueError(f"train_fraction must be a number strictly between 0 and 1, got {train_fraction!r}")
+    validate.fraction("train_fraction", train_fraction)
     return _split(group_of, lambda size: _round_half_up(train_fraction * size), f"train_fraction={train_fraction}")
 
 
@@ -344,13 +359,14 @@ def _round_half_up(x: float) -> int:
     return int(math.floor(x + 0.5))
 
 
-def _split(group_of: Sequence[int], n_train: Callable[[int], int], rule: str) -> tuple[list[int], list[int]]:
+def _split(group_of: Sequence[Hashable], n_train: Callable[[int], int], rule: str) -> tuple[list[int], list[int]]:
     if len(group_of) == 0:
         raise ValueError("no subjects to split")
-    members: dict = {}
+    members: dict[Hashable, list[int]] = {}
     for subject, group in enumerate(group_of):
         members.setdefault(group, []).append(subject)
-    train, test = [], []
+    train: list[int] = []
+    test: list[int] = []
     for group, subjects in members.items():
         k = n_train(len(subjects))
         if not 0 < k < len(subjects):
@@ -387,21 +403,22 @@ def _build_core(
     seed: int,
     names: Sequence[str] | None = None,
 ) -> _Core:
-    _check_seed(seed)
+    validate.seed(seed)
     if not pairs:
         raise ValueError("need at least one relation pair")
     _no_duplicates([p.name for p in pairs], "relation pair names")
     generator = torch.Generator().manual_seed(seed)
     if names is None:
-        names = fictitious_names(n_subjects, seed)
+        subject_names = fictitious_names(n_subjects, seed)
     else:
-        names = [str(n) for n in names]
-        if len(names) != n_subjects:
-            raise ValueError(f"got {len(names)} names for n_subjects={n_subjects}")
-        _no_duplicates(names, "subject names")
+        subject_names = [str(n) for n in names]
+        if len(subject_names) != n_subjects:
+            raise ValueError(f"got {len(subject_names)} names for n_subjects={n_subjects}")
+        _no_duplicates(subject_names, "subject names")
     # Choose each pair's fact values; a fact value already used by an earlier pair is not reused, so
     # the true and the counterfactual city pairs use different cities and never contradict each other.
-    values, used = [], set()
+    values: list[list[str]] = []
+    used: set[str] = set()
     for pair in pairs:
         free = [b for b in pair.fact_values if b not in used]
         if len(free) < values_per_pair:
@@ -418,7 +435,7 @@ def _build_core(
     implication_of = [pairs[p].implication(b) for p, b in zip(subset_of, fact_of)]
     groups = [p * values_per_pair + v for p, v in zip(subset_of, value_of)]
     train, test = _split(groups, n_train, rule)
-    return _Core(list(names), pairs, values, subset_of, fact_of, implication_of, train, test)
+    return _Core(subject_names, pairs, values, subset_of, fact_of, implication_of, train, test)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,20 +469,19 @@ class SymbolicConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("n_subjects", "n_facts", "train_per_fact", "seq_len", "n_noise"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "n_noise" else 1):
-                raise ValueError(
-                    f"{name} must be a {'non-negative' if name == 'n_noise' else 'positive'} integer, got {value!r}"
-                )
-        _check_seed(self.seed)
+        for name in ("n_subjects", "n_facts", "train_per_fact", "seq_len"):
+            validate.positive_int(name, getattr(self, name))
+        validate.non_negative_int("n_noise", self.n_noise)
+        validate.seed(self.seed)
         if self.seq_len < 3:
             raise ValueError(
-                f"seq_len={self.seq_len} is too short for the layout: it needs a subject, a relation and EOS (at least 3)"
+                f"seq_len={self.seq_len} is too short for the layout: "
+                "it needs a subject, a relation and EOS (at least 3)"
             )
         if self.seq_len > 3 and self.n_noise < 1:
             raise ValueError(
-                f"n_noise must be >= 1 when seq_len > 3 (seq_len={self.seq_len} leaves {self.seq_len - 3} noise positions)"
+                f"n_noise must be >= 1 when seq_len > 3 "
+                f"(seq_len={self.seq_len} leaves {self.seq_len - 3} noise positions)"
             )
         if self.five_pairs and self.n_facts % len(PAIRS):
             raise ValueError(
@@ -478,10 +494,11 @@ class SymbolicConfig:
 
     @property
     def layout(self) -> str:
-        """The token layout of one sequence, in words."""
+        """The token layout of one sequence, in words: one line per part, each short enough for a page."""
         return (
-            f"positions 0..{self.seq_len - 3}: noise tokens, with the subject at one random position among them; "
-            f"position {self.seq_len - 2}: the relation token; position {self.seq_len - 1}: EOS, where the answer is predicted"
+            f"positions 0..{self.seq_len - 3}: noise tokens, the subject at a random position among them;\n"
+            f"position {self.seq_len - 2}: the relation token;\n"
+            f"position {self.seq_len - 1}: EOS, where the answer is predicted"
         )
 
 
@@ -514,9 +531,9 @@ class SymbolicTask:
     implication_value_ids: Tensor
     noise_ids: Tensor
     eos_id: int
-    _device_cache: dict = field(default_factory=dict, repr=False, compare=False)
+    _device_cache: dict[str, dict[str, Tensor]] = field(default_factory=dict, repr=False, compare=False)
 
-    GROUPS = ("train_facts", "test_facts", "train_implications", "test_implications")
+    GROUPS: ClassVar[tuple[Group, ...]] = GROUPS  # the module's GROUPS, also reachable from a task
 
     # --- descriptions -------------------------------------------------------------------------
     def decode(self, ids: Tensor | Sequence[int]) -> list[str]:
@@ -527,15 +544,15 @@ class SymbolicTask:
             raise ValueError(f"token ids {bad[:5]} outside [0, {self.vocab_size})")
         return [self.tokens[int(i)] for i in ids]
 
-    def kind_of(self, token_id: int) -> str:
-        """``"subject"``, ``"relation"``, ``"fact value"``, ``"implication value"``, ``"noise"`` or ``"EOS"``."""
+    def kind_of(self, token_id: int) -> TokenKind:
+        """The block of :data:`TOKEN_KINDS` that ``token_id`` belongs to."""
         blocks = self.token_blocks()
         for kind, (lo, hi) in blocks.items():
             if lo <= token_id < hi:
                 return kind
         raise ValueError(f"token id {token_id} outside [0, {self.vocab_size})")
 
-    def token_blocks(self) -> dict[str, tuple[int, int]]:
+    def token_blocks(self) -> dict[TokenKind, tuple[int, int]]:
         """Kind -> half-open range ``(first id, last id + 1)`` of its tokens, in vocabulary order."""
         n_s, n_r, n_v = len(self.subject_ids), 2 * len(self.pair_names), len(self.fact_value_ids)
         edges = [
@@ -547,8 +564,7 @@ class SymbolicTask:
             n_s + n_r + 2 * n_v + len(self.noise_ids),
             self.vocab_size,
         ]
-        kinds = ("subject", "relation", "fact value", "implication value", "noise", "EOS")
-        return {k: (edges[i], edges[i + 1]) for i, k in enumerate(kinds)}
+        return {k: (edges[i], edges[i + 1]) for i, k in enumerate(TOKEN_KINDS)}
 
     @property
     def relation_ids(self) -> Tensor:
@@ -556,14 +572,10 @@ class SymbolicTask:
         lo, hi = self.token_blocks()["relation"]
         return torch.arange(lo, hi)
 
-    def subjects_of(self, group: str) -> Tensor:
+    def subjects_of(self, group: Group) -> Tensor:
         """(n,) int64 subject indices a group draws from."""
-        self._check_group(group)
+        _check_choice("group", group, GROUPS)
         return self.train_subjects if group.startswith("train") else self.test_subjects
-
-    def _check_group(self, group: str) -> None:
-        if group not in self.GROUPS:
-            raise ValueError(f"unknown group {group!r}; allowed: {', '.join(self.GROUPS)}")
 
     def _on(self, device: torch.device) -> dict[str, Tensor]:
         key = str(device)
@@ -582,7 +594,7 @@ class SymbolicTask:
         return self._device_cache[key]
 
     # --- sequences ----------------------------------------------------------------------------
-    def _sequences(self, group: str, subjects: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    def _sequences(self, group: Group, subjects: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         t = self._on(subjects.device)
         n, seq_len = len(subjects), self.config.seq_len
         if len(t["noise_ids"]):
@@ -598,15 +610,14 @@ class SymbolicTask:
         y = (t["fact_of"] if fact else t["implication_of"])[subjects]
         return x, y
 
-    def sample(self, group: str, n: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    def sample(self, group: Group, n: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         """``n`` random examples of one group, fresh noise layout each call, made on ``generator.device``.
 
         Returns:
             ``x`` (n, seq_len) int64 with EOS last, ``y`` (n,) int64 answer token id.
         """
-        self._check_group(group)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be a positive integer, got {n!r}")
+        _check_choice("group", group, GROUPS)
+        validate.positive_int("n", n)
         if not isinstance(generator, torch.Generator):
             raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
         pool = self._on(generator.device)["train_subjects" if group.startswith("train") else "test_subjects"]
@@ -619,15 +630,13 @@ class SymbolicTask:
         Fits ``lib.train.train``'s ``make_batch``. For a batch size not divisible by 3 the later
         groups get the extra examples. Returns ``x`` (batch_size, seq_len), ``y`` (batch_size,).
         """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 3:
-            raise ValueError(f"batch_size must be an integer >= 3 (one example per training group), got {batch_size!r}")
-        parts = [
-            self.sample(g, (batch_size + i) // 3, generator)
-            for i, g in enumerate(("train_facts", "train_implications", "test_facts"))
-        ]
+        validate.int_at_least("batch_size", batch_size, 3, "one example per training group")
+        parts = [self.sample(g, (batch_size + i) // 3, generator) for i, g in enumerate(TRAIN_GROUPS)]
         return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
 
-    def fixed(self, group: str, per_subject: int = 1, seed: int = 0, device=None) -> tuple[Tensor, Tensor]:
+    def fixed(
+        self, group: Group, per_subject: int = 1, seed: int = 0, device: torch.device | str | None = None
+    ) -> tuple[Tensor, Tensor]:
         """Deterministic evaluation set: every subject of the group ``per_subject`` times.
 
         Rows ``[k * per_subject, (k + 1) * per_subject)`` belong to ``subjects_of(group)[k]``. The
@@ -636,10 +645,9 @@ class SymbolicTask:
         Returns:
             ``x`` (n_group * per_subject, seq_len) int64, ``y`` (n_group * per_subject,) int64, on ``device``.
         """
-        self._check_group(group)
-        if isinstance(per_subject, bool) or not isinstance(per_subject, int) or per_subject < 1:
-            raise ValueError(f"per_subject must be a positive integer, got {per_subject!r}")
-        generator = torch.Generator().manual_seed(_check_seed(seed))
+        _check_choice("group", group, GROUPS)
+        validate.positive_int("per_subject", per_subject)
+        generator = torch.Generator().manual_seed(validate.seed(seed))
         x, y = self._sequences(group, self.subjects_of(group).repeat_interleave(per_subject), generator)
         return (x, y) if device is None else (x.to(device), y.to(device))
 
@@ -664,12 +672,13 @@ def build_symbolic(config: SymbolicConfig = SymbolicConfig()) -> SymbolicTask:
     )
 
     tokens: list[str] = list(core.names)
-    relation_id = {}
+    relation_id: dict[tuple[int, int], int] = {}
     for p, pair in enumerate(pairs):
         for r, word in ((1, pair.fact_relation), (2, pair.implication_relation)):
             relation_id[p, r] = len(tokens)
             tokens.append(word + pair.tag)
-    fact_id, implication_id = {}, {}
+    fact_id: dict[tuple[int, str], int] = {}
+    implication_id: dict[tuple[int, str], int] = {}
     for p, pair in enumerate(pairs):
         for b in core.values[p]:
             fact_id[p, b] = len(tokens)
@@ -734,13 +743,9 @@ class SentenceConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("n_subjects", "values_per_pair"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        tf = self.train_fraction
-        if isinstance(tf, bool) or not isinstance(tf, (int, float)) or not 0 < tf < 1:
-            raise ValueError(f"train_fraction must be a number strictly between 0 and 1, got {tf!r}")
+        validate.positive_int("n_subjects", self.n_subjects)
+        validate.positive_int("values_per_pair", self.values_per_pair)
+        validate.fraction("train_fraction", self.train_fraction)
         if not self.pairs or not all(isinstance(p, RelationPair) for p in self.pairs):
             raise ValueError("pairs must be a non-empty tuple of RelationPair")
         if self.n_subjects < len(self.pairs):
@@ -749,7 +754,7 @@ class SentenceConfig:
             if len(self.names) != self.n_subjects:
                 raise ValueError(f"got {len(self.names)} names for n_subjects={self.n_subjects}")
             _no_duplicates(list(self.names), "subject names")
-        _check_seed(self.seed)
+        validate.seed(self.seed)
 
 
 @dataclass(frozen=True)
@@ -816,18 +821,14 @@ class SentenceTask:
             r2=pair.implication_relation,
         )
 
-    def _check_subject(self, subject: int) -> None:
-        if isinstance(subject, bool) or not isinstance(subject, int) or not 0 <= subject < len(self.names):
-            raise ValueError(f"subject must be an index in [0, {len(self.names)}), got {subject!r}")
-
     def fact_sentences(self, subject: int) -> list[str]:
         """The subject's fact, once per fact template."""
-        self._check_subject(subject)
+        validate.index("subject", subject, len(self.names))
         return [self._fill(t, subject) for t in self.pairs[self.pair_of[subject]].fact_templates]
 
     def implication_sentences(self, subject: int) -> list[str]:
         """The subject's implication, once per implication template."""
-        self._check_subject(subject)
+        validate.index("subject", subject, len(self.names))
         return [self._fill(t, subject) for t in self.pairs[self.pair_of[subject]].implication_templates]
 
     def train_sentences(self) -> list[str]:
@@ -838,8 +839,7 @@ class SentenceTask:
     def candidates(self, pair: int) -> tuple[str, ...]:
         """Candidate answers for a pair's questions: every implication value in use for the same
         implication relation (so both city pairs share one list of languages), in order of appearance."""
-        if isinstance(pair, bool) or not isinstance(pair, int) or not 0 <= pair < len(self.pairs):
-            raise ValueError(f"pair must be an index in [0, {len(self.pairs)}), got {pair!r}")
+        validate.index("pair", pair, len(self.pairs))
         relation = self.pairs[pair].implication_relation
         seen: dict[str, None] = {}
         for p, values in zip(self.pairs, self.values):
@@ -847,10 +847,9 @@ class SentenceTask:
                 seen.update(dict.fromkeys(p.implication(b) for b in values))
         return tuple(seen)
 
-    def questions(self, group: str = "test") -> list[Question]:
+    def questions(self, group: Split = "test") -> list[Question]:
         """Every question form for every subject of ``group`` (``"test"``: held out, ``"train"``: seen)."""
-        if group not in ("train", "test"):
-            raise ValueError(f"unknown group {group!r}; allowed: train, test")
+        _check_choice("group", group, SPLITS)
         out = []
         for i in self.train_subjects if group == "train" else self.test_subjects:
             p = self.pair_of[i]
@@ -903,7 +902,7 @@ def build_sentences(config: SentenceConfig = SentenceConfig()) -> SentenceTask:
 # ---------------------------------------------------------------------------------------------
 
 
-def mean_rank(scores: Tensor | Sequence[Sequence[float]], answer: Tensor | Sequence[int]) -> float:
+def mean_rank(scores: Tensor | Sequence[Tensor | Sequence[float]], answer: Tensor | Sequence[int]) -> float:
     """Mean 0-indexed rank of the correct candidate: 0 = always ranked first.
 
     The rank of one question is the number of candidates scored strictly higher than the answer,
@@ -940,14 +939,3 @@ def mean_rank(scores: Tensor | Sequence[Sequence[float]], answer: Tensor | Seque
         tied = (row == row[a]).sum().item() - 1
         total += higher + 0.5 * tied
     return total / len(rows)
-
-
-def markdown_table(rows: Sequence[dict[str, object]]) -> str:
-    """A Markdown table of ``rows`` (dicts with the same keys), for ``IPython.display.Markdown``."""
-    if not rows:
-        raise ValueError("no rows to show")
-    keys = list(rows[0])
-    cell = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(cell(r[k]) for k in keys) + " |" for r in rows]
-    return "\n".join(lines)

@@ -22,16 +22,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Literal, get_args
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lib import validate
 from lib.device import check_device
-from lib.train import TrainConfig, train
+from lib.ocr import TRAIN_GROUPS, SymbolicTask
+from lib.train import History, TrainConfig, train
 
-PARAMETERIZATIONS = ("factorized", "merged")
-ATTENTIONS = ("linear", "softmax")
+Parameterization = Literal["factorized", "merged"]
+"""``"factorized"``: ``W_O W_V^T``; ``"merged"``: one matrix ``W_OV``."""
+PARAMETERIZATIONS: tuple[Parameterization, ...] = get_args(Parameterization)
+
+Attention = Literal["linear", "softmax"]
+"""``"linear"``: the raw scores ``W_KQ[z_t, z_T]`` (the paper's); ``"softmax"``: their softmax over positions."""
+ATTENTIONS: tuple[Attention, ...] = get_args(Attention)
+
+Batch = tuple[Tensor, Tensor]
+"""``(tokens, answers)``: tokens ``(B, T)`` or ``(S, B, T)`` int64, answers ``(B,)`` or ``(S, B)`` int64."""
+Sampler = Callable[[int, torch.Generator], Batch]
+"""``(batch_size, generator) -> batch``, the ``make_batch`` of :func:`lib.train.train`."""
 
 PAPER_TRAIN = TrainConfig(
     steps=2000, lr=5e-3, batch_size=252, weight_decay=0.03, optimizer="adamw", desc="one-layer OCR"
@@ -59,9 +72,9 @@ class OneLayerConfig:
 
     vocab_size: int
     d_embed: int = 128
-    parameterization: str = "factorized"
+    parameterization: Parameterization = "factorized"
     rank: int | tuple[int, ...] | None = None
-    attention: str = "linear"
+    attention: Attention = "linear"
     train_kq: bool = True
     init_scale: float = 1e-4
     n_seeds: int = 1
@@ -69,32 +82,31 @@ class OneLayerConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_embed", "n_seeds"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            validate.positive_int(name, getattr(self, name))
         if self.vocab_size > self.d_embed:
             raise ValueError(
-                f"vocab_size={self.vocab_size} does not fit one-hot embeddings of size d_embed={self.d_embed}; need vocab_size <= d_embed"
+                f"vocab_size={self.vocab_size} does not fit one-hot embeddings of size d_embed={self.d_embed}; "
+                "need vocab_size <= d_embed"
             )
-        if self.parameterization not in PARAMETERIZATIONS:
-            raise ValueError(
-                f"unknown parameterization {self.parameterization!r}; allowed: {', '.join(PARAMETERIZATIONS)}"
-            )
-        if self.attention not in ATTENTIONS:
-            raise ValueError(f"unknown attention {self.attention!r}; allowed: {', '.join(ATTENTIONS)}")
+        validate.one_of("parameterization", self.parameterization, PARAMETERIZATIONS)
+        validate.one_of("attention", self.attention, ATTENTIONS)
         if not self.init_scale > 0:
             raise ValueError(f"init_scale must be > 0, got {self.init_scale!r}")
+        validate.seed(self.seed)
         ranks = self.ranks
         if len(ranks) != self.n_seeds:
             raise ValueError(
                 f"rank gives {len(ranks)} ranks for n_seeds={self.n_seeds} members; give one rank or one per member"
             )
-        bad = [r for r in ranks if isinstance(r, bool) or not isinstance(r, int) or not 1 <= r <= self.d_embed]
-        if bad:
-            raise ValueError(f"rank must be an integer in [1, d_embed={self.d_embed}], got {bad}")
+        for r in ranks:
+            validate.positive_int("rank", r)
+        too_large = [r for r in ranks if r > self.d_embed]
+        if too_large:
+            raise ValueError(f"rank must be an integer in [1, d_embed={self.d_embed}], got {too_large}")
         if self.parameterization == "merged" and self.rank is not None and any(r != self.d_embed for r in ranks):
             raise ValueError(
-                f"rank={self.rank!r} applies to the factorized model only; the merged W_OV has full size d_embed={self.d_embed}"
+                f"rank={self.rank!r} applies to the factorized model only; "
+                f"the merged W_OV has full size d_embed={self.d_embed}"
             )
 
     @property
@@ -114,6 +126,10 @@ class OneLayer(nn.Module):
     ``R = max(ranks)`` (columns beyond a member's rank are masked to zero); merged ``W_OV`` ``(S, d, d)``;
     ``W_KQ`` ``(S, d, d)`` (a buffer of ones when frozen).
     """
+
+    # Declared for the type checker: nn.Module types a registered buffer as ``Tensor | Module``.
+    W_KQ: Tensor
+    rank_mask: Tensor
 
     def __init__(self, config: OneLayerConfig):
         super().__init__()
@@ -151,13 +167,12 @@ class OneLayer(nn.Module):
         """``W_OV`` with column ``z`` scaled by token ``z``'s attention score ``W_KQ[z, query_id]``: ``(S, d, d)``.
 
         With linear attention and the last token ``query_id`` (EOS), the logits are exactly this matrix applied to
-        the bag of tokens (counts), so its entries are the signed contribution of each context token to each answer:
-        the map to read off a trained model (``ov()`` alone can have a sign flipped by a negative score).
+        the bag of tokens (counts), so its entries are the signed contribution of each context token to each
+        answer: the map to read off a trained model (``ov()`` alone can have a sign flipped by a negative score).
         """
         if self.config.attention != "linear":
             raise ValueError(f"effective_ov needs linear attention, got {self.config.attention!r}")
-        if not 0 <= query_id < self.config.vocab_size:
-            raise ValueError(f"query_id must be a token id in [0, {self.config.vocab_size}), got {query_id}")
+        validate.index("query_id", query_id, self.config.vocab_size)
         return self.ov() * self.W_KQ[:, :, query_id][:, None, :]
 
     def scores(self, tokens: Tensor) -> Tensor:
@@ -209,12 +224,13 @@ class OneLayer(nn.Module):
             and (tokens.min() < 0 or tokens.max() >= self.config.vocab_size)
         ):
             raise ValueError(
-                f"token ids must lie in [0, vocab_size={self.config.vocab_size}), got range [{int(tokens.min())}, {int(tokens.max())}]"
+                f"token ids must lie in [0, vocab_size={self.config.vocab_size}), "
+                f"got range [{int(tokens.min())}, {int(tokens.max())}]"
             )
         return tokens
 
 
-def per_seed_loss(model: OneLayer, batch: tuple[Tensor, Tensor]) -> Tensor:
+def per_seed_loss(model: OneLayer, batch: Batch) -> Tensor:
     """Mean cross-entropy of the answer token, one entry per member: ``(S,)``.
 
     ``batch`` is ``(tokens, answers)`` with tokens ``(B, T)`` or ``(S, B, T)`` and answers ``(B,)`` or ``(S, B)``.
@@ -226,22 +242,19 @@ def per_seed_loss(model: OneLayer, batch: tuple[Tensor, Tensor]) -> Tensor:
     return ce.view(logits.shape[:2]).mean(1)
 
 
-def per_seed_batches(
-    sample: Callable[[int, torch.Generator], tuple[Tensor, Tensor]], n_seeds: int, shared: bool = False
-):
+def per_seed_batches(sample: Sampler, n_seeds: int, shared: bool = False) -> Sampler:
     """Turn ``sample(batch_size, generator) -> (x (B, T), y (B,))`` into a ``make_batch`` for ``n_seeds`` members.
 
     Each member gets its own fresh batch (``(S, B, T)``, ``(S, B)``), unless ``shared`` (one batch for all).
-    The batches of all members come from ONE call ``sample(S * B)`` dealt out round-robin (member ``s`` gets rows
-    ``s, s + S, s + 2S, ...``): one call costs about as much as one member's, where a call per member made data
-    generation grow with the number of seeds. A sampler that lays its rows out in blocks, like
-    ``SymbolicTask.train_batch`` (thirds of three groups), gives every member exactly the same mix whenever each
-    block holds a multiple of ``S`` rows (for ``train_batch``: whenever ``B`` is divisible by 3).
+    The batches of all members come from ONE call ``sample(S * B)`` dealt out round-robin (member ``s`` gets
+    rows ``s, s + S, s + 2S, ...``): one call costs about as much as one member's, where a call per member made
+    data generation grow with the number of seeds. A sampler that lays its rows out in blocks, like
+    ``SymbolicTask.train_batch`` (thirds of three groups), gives every member exactly the same mix whenever
+    each block holds a multiple of ``S`` rows (for ``train_batch``: whenever ``B`` is divisible by 3).
     """
-    if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
-        raise ValueError(f"n_seeds must be a positive integer, got {n_seeds!r}")
+    validate.positive_int("n_seeds", n_seeds)
 
-    def make_batch(batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    def make_batch(batch_size: int, generator: torch.Generator) -> Batch:
         if shared:
             return sample(batch_size, generator)
         x, y = sample(batch_size * n_seeds, generator)
@@ -252,9 +265,7 @@ def per_seed_batches(
 
 def member(model: OneLayer, i: int) -> OneLayer:
     """A single-seed copy of member ``i`` (same weights, ``n_seeds=1``)."""
-    S = model.config.n_seeds
-    if not 0 <= i < S:
-        raise ValueError(f"member index must be in [0, {S}), got {i}")
+    validate.index("member index i", i, model.config.n_seeds)
     cfg = replace(
         model.config,
         n_seeds=1,
@@ -271,7 +282,7 @@ def member(model: OneLayer, i: int) -> OneLayer:
 
 
 def merge(model: OneLayer) -> OneLayer:
-    """Proposition 1, one way: the merged model with ``W_OV = W_O W_V^T`` (same ``W_KQ``) computes the same function."""
+    """Proposition 1, one way: the merged model ``W_OV = W_O W_V^T`` (same ``W_KQ``), computing the same function."""
     if model.config.parameterization != "factorized":
         raise ValueError(f"merge expects a factorized model, got parameterization {model.config.parameterization!r}")
     merged = OneLayer(replace(model.config, parameterization="merged", rank=None)).to(model.device)
@@ -301,7 +312,7 @@ def factorize(model: OneLayer, rank: int | None = None) -> OneLayer:
 
 
 def forward_reference(W_O: Tensor, W_V: Tensor, W_KQ: Tensor, tokens: Tensor) -> Tensor:
-    """The factorized forward pass of ONE model written literally with one-hot matrices (for teaching and checks).
+    """The factorized forward pass of ONE model, written literally with one-hot matrices (teaching, checks).
 
     Args:
         W_O, W_V: ``(d, r)``; W_KQ: ``(d, d)``; tokens: ``(T,)`` int64.
@@ -313,16 +324,16 @@ def forward_reference(W_O: Tensor, W_V: Tensor, W_KQ: Tensor, tokens: Tensor) ->
 
 
 def candidate_accuracy(logits: Tensor, answers: Tensor, candidates: Tensor) -> float:
-    """Fraction of examples whose correct answer has the largest logit among ``candidates`` (e.g. the implication values).
+    """Fraction of examples whose answer has the largest logit among ``candidates`` (e.g. the implication values).
 
     Args:
-        logits: ``(N, V)``; answers: ``(N,)`` token ids (each one of ``candidates``); candidates: ``(K,)`` token ids.
+        logits: ``(N, V)``; answers: ``(N,)`` token ids (each one of ``candidates``); candidates: ``(K,)``
+            token ids.
     """
     match = answers[:, None] == candidates[None, :].to(answers.device)
     if not match.any(1).all():
-        raise ValueError(
-            f"every answer must be one of the candidates; {answers[~match.any(1)][:5].tolist()} are not in {candidates.tolist()[:10]}"
-        )
+        outside = answers[~match.any(1)][:5].tolist()
+        raise ValueError(f"every answer must be one of the candidates; {outside} are not in {candidates.tolist()[:10]}")
     position = match.float().argmax(1)
     return float((logits[:, candidates].argmax(1) == position).float().mean())
 
@@ -331,9 +342,6 @@ def candidate_accuracy(logits: Tensor, answers: Tensor, candidates: Tensor) -> f
 # Training on the symbolic OCR task (lib.ocr.SymbolicTask) and reading the learned map
 # ----------------------------------------------------------------------------------------------------
 
-TRAIN_GROUPS = ("train_facts", "train_implications", "test_facts")
-"""The three groups of the training mix (equal thirds of every batch)."""
-
 
 @dataclass
 class OCRRun:
@@ -341,32 +349,32 @@ class OCRRun:
 
     Attributes:
         model: the trained :class:`OneLayer` (``S`` members).
-        history: :class:`lib.train.History` (batch losses ``(steps, S)``, parameter snapshots).
+        history: the training run (batch losses ``(steps, S)``, parameter snapshots at the checkpoints).
         steps: ``(K,)`` checkpoint steps.
         train_loss: ``(S, K)`` mean of the three training groups' losses (each on a fixed evaluation set).
         test_loss: ``(S, K)`` loss on the held-out implications.
     """
 
     model: OneLayer
-    history: object
+    history: History
     steps: Tensor
     train_loss: Tensor
     test_loss: Tensor
 
 
 def train_on_task(
-    task,
+    task: SymbolicTask,
     model_config: OneLayerConfig,
     train_config: TrainConfig = PAPER_TRAIN,
     *,
     eval_every: int | None = None,
     eval_per_subject: int = 2,
-    device: torch.device | None = None,
+    device: torch.device | str | None = None,
 ) -> OCRRun:
     """Train ``model_config.n_seeds`` members on ``task.train_batch`` (each member its own batches).
 
     Args:
-        task: a ``lib.ocr.SymbolicTask``; its ``vocab_size`` must equal ``model_config.vocab_size``.
+        task: the symbolic task; its ``vocab_size`` must equal ``model_config.vocab_size``.
         eval_every: measure train/test loss (and snapshot the parameters) every this many steps, plus step 0
             and the last step; ``None`` measures only before and after training.
         eval_per_subject: examples per subject in the fixed evaluation sets.
@@ -375,6 +383,8 @@ def train_on_task(
         raise ValueError(
             f"model vocab_size={model_config.vocab_size} does not match the task's vocab_size={task.vocab_size}"
         )
+    if eval_every is not None:
+        validate.positive_int("eval_every", eval_every)
     device = check_device(device) or torch.device("cpu")
     model = OneLayer(model_config).to(device)
     every = eval_every or train_config.steps
@@ -395,7 +405,7 @@ def train_on_task(
     return OCRRun(model, history, torch.tensor(steps), train_loss, test_loss)
 
 
-def subject_order(task) -> tuple[Tensor, Tensor]:
+def subject_order(task: SymbolicTask) -> tuple[Tensor, Tensor]:
     """Display order of the subjects: grouped by fact value, training subjects first within each group.
 
     Returns:
@@ -409,16 +419,16 @@ def subject_order(task) -> tuple[Tensor, Tensor]:
     return order, torch.nonzero(~is_test[order]).flatten()
 
 
-def ov_blocks(ov: Tensor, task, order: Tensor | None = None, centre: bool = True) -> dict[str, Tensor]:
+def ov_blocks(ov: Tensor, task: SymbolicTask, order: Tensor | None = None, centre: bool = True) -> dict[str, Tensor]:
     """The answer x subject blocks of one output-value matrix ``ov (d, d)``, columns in ``order``.
 
     Args:
-        centre: subtract from every column of a block its mean over the block's rows. Adding one number to a whole
-            column of the map changes no prediction (the softmax ignores a common shift of the logits), so the
-            centred block shows only what matters: which answer value each subject prefers.
+        centre: subtract from every column of a block its mean over the block's rows. Adding one number to a
+            whole column of the map changes no prediction (the softmax ignores a common shift of the logits),
+            so the centred block shows only what matters: which answer value each subject prefers.
     Returns:
-        ``{"implications": (n_values, n_subjects), "facts": (n_values, n_subjects)}``; row ``i`` of both blocks
-        belongs to the same rule ``b_i -> c_i``.
+        ``{"implications": (n_values, n_subjects), "facts": (n_values, n_subjects)}``; row ``i`` of both
+        blocks belongs to the same rule ``b_i -> c_i``.
     """
     order = subject_order(task)[0] if order is None else order
     cols = task.subject_ids[order].to(ov.device)

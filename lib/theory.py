@@ -21,11 +21,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, TypedDict, Unpack, get_args
 
 import torch
 from torch import Tensor
 
-NORMS = ("nuclear", "frobenius")
+from lib import validate
+from lib.ocr import SymbolicTask
+from lib.onelayer import OneLayer
+
+Norm = Literal["nuclear", "frobenius"]
+"""The norm a max-margin problem minimizes: nuclear (factorized model) or Frobenius (merged model)."""
+NORMS: tuple[Norm, ...] = get_args(Norm)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -44,11 +51,13 @@ def multiclass_margins(logits: Tensor, targets: Tensor) -> Tensor:
     """
     if targets.ndim != 1 or logits.shape[-2] != targets.shape[0]:
         raise ValueError(
-            f"targets must have shape (N,) matching logits (..., N, C); got {tuple(targets.shape)} and {tuple(logits.shape)}"
+            f"targets must have shape (N,) matching logits (..., N, C); "
+            f"got {tuple(targets.shape)} and {tuple(logits.shape)}"
         )
     if targets.numel() and (targets.min() < 0 or targets.max() >= logits.shape[-1]):
         raise ValueError(
-            f"targets must index the {logits.shape[-1]} candidates, got range [{int(targets.min())}, {int(targets.max())}]"
+            f"targets must index the {logits.shape[-1]} candidates, "
+            f"got range [{int(targets.min())}, {int(targets.max())}]"
         )
     index = targets.to(logits.device).view(*([1] * (logits.ndim - 2)), -1, 1).expand(*logits.shape[:-1], 1)
     correct = logits.gather(-1, index).squeeze(-1)
@@ -74,7 +83,7 @@ def pairwise_margins(W: Tensor, inputs: Tensor, targets: Tensor) -> Tensor:
 
 
 def svt(W: Tensor, tau: float) -> Tensor:
-    """Singular-value thresholding: the proximal map of ``tau * ||W||_*``. Shrinks every singular value by ``tau`` (floor 0)."""
+    """Singular-value thresholding (the proximal map of ``tau * ||W||_*``): singular values minus ``tau``, floor 0."""
     if tau < 0:
         raise ValueError(f"tau must be >= 0, got {tau}")
     U, s, Vh = torch.linalg.svd(W, full_matrices=False)
@@ -87,9 +96,9 @@ def shrink(W: Tensor, tau: float) -> Tensor:
     return W * (1 - tau / norm).clamp_min(0) if norm > 0 else W
 
 
-def matrix_norm(W: Tensor, norm: str) -> float:
+def matrix_norm(W: Tensor, norm: Norm) -> float:
     """``||W||_*`` or ``||W||_F`` of a 2-D matrix."""
-    _check_norm(norm)
+    validate.one_of("norm", norm, NORMS)
     return float(torch.linalg.matrix_norm(W, "nuc" if norm == "nuclear" else "fro"))
 
 
@@ -109,7 +118,7 @@ class Solution:
     """
 
     W: Tensor
-    norm: str
+    norm: Norm
     value: float
     dual_value: float
     dual_norm: float
@@ -122,10 +131,19 @@ class Solution:
         return abs(self.value - self.dual_value) / max(self.value, 1e-12)
 
 
+class SolverOptions(TypedDict, total=False):
+    """The tuning keywords of :func:`solve_min_norm`, passed on by :func:`solve_max_margin`."""
+
+    rho: float
+    outer: int
+    inner: int
+    tol: float
+
+
 def solve_min_norm(
     constraints: Callable[[Tensor], Tensor],
     shape: tuple[int, int],
-    norm: str = "nuclear",
+    norm: Norm = "nuclear",
     *,
     rho: float = 1.0,
     outer: int = 60,
@@ -135,15 +153,18 @@ def solve_min_norm(
     """Solve ``min ||W|| subject to constraints(W) >= 1`` for a linear map ``constraints``.
 
     Augmented Lagrangian: ``min_W ||W|| + rho/2 * sum relu(mu/rho + 1 - c(W))^2`` by FISTA (``inner`` steps,
-    step ``1 / (rho * ||c||^2)`` with ``||c||`` found by power iteration), then ``mu <- relu(mu + rho (1 - c(W)))``;
-    stops when the constraints hold to ``tol`` and the duality gap is below ``tol`` (relative).
+    step ``1 / (rho * ||c||^2)`` with ``||c||`` found by power iteration), then
+    ``mu <- relu(mu + rho (1 - c(W)))``, ``outer`` times at most; stops when the constraints hold to ``tol``
+    and the duality gap is below ``tol`` (relative).
 
     Args:
         constraints: ``W (m, n) -> (K,)`` linear in ``W`` (e.g. all pairwise margins).
         shape: ``(m, n)``.
-        norm: ``"nuclear"`` or ``"frobenius"``.
+        norm: one of :data:`NORMS`.
     """
-    _check_norm(norm)
+    validate.one_of("norm", norm, NORMS)
+    validate.positive_int("outer", outer)
+    validate.positive_int("inner", inner)
     if len(shape) != 2 or min(shape) < 1:
         raise ValueError(f"shape must be (rows, cols) with positive sizes, got {shape}")
     prox = svt if norm == "nuclear" else shrink
@@ -185,13 +206,16 @@ def solve_min_norm(
     return Solution(W.float(), norm, value, float(mu.sum()), dual_norm, float(constraints(W).min()), iterations)
 
 
-def solve_max_margin(inputs: Tensor, targets: Tensor, n_rows: int, norm: str = "nuclear", **solver) -> Solution:
-    """``min ||W|| s.t. multiclass margin >= 1`` on every example: logits ``inputs @ W.T`` over ``n_rows`` candidates.
+def solve_max_margin(
+    inputs: Tensor, targets: Tensor, n_rows: int, norm: Norm = "nuclear", **solver: Unpack[SolverOptions]
+) -> Solution:
+    """``min ||W|| s.t. multiclass margin >= 1`` on every example, logits ``inputs @ W.T`` over ``n_rows`` answers.
 
     Args:
         inputs: ``(N, n)`` float, each row the bag of input tokens of one training example.
         targets: ``(N,)`` int64 index of the correct row.
         n_rows: number of candidate answers ``m`` (rows of ``W``).
+        solver: tuning of :func:`solve_min_norm` (``rho``, ``outer``, ``inner``, ``tol``).
     """
     if inputs.ndim != 2 or targets.shape != (inputs.shape[0],):
         raise ValueError(
@@ -214,10 +238,10 @@ def solve_max_margin(inputs: Tensor, targets: Tensor, n_rows: int, norm: str = "
 class OCRProblem:
     """The symbolic OCR task reduced to the max-margin problem of the theory.
 
-    As in the paper's analysis, every example is the noise-free sequence ``subject, relation, EOS`` whose answer
-    follows. Rows of the problem's matrix are the candidate answers: the fact values, then the implication values,
-    then every other token of the vocabulary (the model's softmax runs over all of them). Columns are the tokens
-    that occur in the inputs: the subjects, then the relation tokens, then EOS.
+    As in the paper's analysis, every example is the noise-free sequence ``subject, relation, EOS`` whose
+    answer follows. Rows of the problem's matrix are the candidate answers: the fact values, then the
+    implication values, then every other token of the vocabulary (the model's softmax runs over all of them).
+    Columns are the tokens that occur in the inputs: the subjects, then the relation tokens, then EOS.
 
     Attributes:
         row_ids: ``(m,)`` token ids of the rows; col_ids: ``(n,)`` token ids of the columns.
@@ -247,11 +271,15 @@ class OCRProblem:
     test_subjects: Tensor
 
     def implication_block(self, W: Tensor) -> Tensor:
-        """The implication x subject block of a ``(..., m, n)`` answer x input matrix: ``(..., n_implications, n_subjects)``."""
+        """The implication x subject block of an answer x input matrix ``(..., m, n)``.
+
+        Returns:
+            ``(..., n_implications, n_subjects)``.
+        """
         return W[..., self.n_facts : self.n_facts + self.n_implications, : self.n_subjects]
 
 
-def ocr_problem(task) -> OCRProblem:
+def ocr_problem(task: SymbolicTask) -> OCRProblem:
     """Build the :class:`OCRProblem` of a ``lib.ocr.SymbolicTask``."""
     relations = torch.unique(torch.cat([task.fact_relation_of, task.implication_relation_of]))
     col_ids = torch.cat([task.subject_ids, relations, torch.tensor([task.eos_id])])
@@ -273,27 +301,35 @@ def ocr_problem(task) -> OCRProblem:
     everyone = torch.arange(len(task.subject_ids))
     facts = examples(everyone, task.fact_relation_of, task.fact_of)
     implications = examples(task.train_subjects, task.implication_relation_of, task.implication_of)
-    test = examples(task.test_subjects, task.implication_relation_of, task.implication_of)
-    train = [torch.cat([a, b]) for a, b in zip(facts, implications)]
+    train_tokens, train_inputs, train_targets, train_answers = (torch.cat([a, b]) for a, b in zip(facts, implications))
+    test_tokens, test_inputs, test_targets, test_answers = examples(
+        task.test_subjects, task.implication_relation_of, task.implication_of
+    )
     return OCRProblem(
-        row_ids,
-        col_ids,
-        *train,
-        *test,
-        len(task.fact_value_ids),
-        len(task.implication_value_ids),
-        len(task.subject_ids),
-        task.train_subjects.clone(),
-        task.test_subjects.clone(),
+        row_ids=row_ids,
+        col_ids=col_ids,
+        train_tokens=train_tokens,
+        train_inputs=train_inputs,
+        train_targets=train_targets,
+        train_answers=train_answers,
+        test_tokens=test_tokens,
+        test_inputs=test_inputs,
+        test_targets=test_targets,
+        test_answers=test_answers,
+        n_facts=len(task.fact_value_ids),
+        n_implications=len(task.implication_value_ids),
+        n_subjects=len(task.subject_ids),
+        train_subjects=task.train_subjects.clone(),
+        test_subjects=task.test_subjects.clone(),
     )
 
 
-def effective_block(model, problem: OCRProblem, eos_id: int) -> Tensor:
+def effective_block(model: OneLayer, problem: OCRProblem, eos_id: int) -> Tensor:
     """The trained model's answer x input map on the problem's rows and columns: ``(S, m, n)``.
 
-    With linear attention the logit of answer ``a`` is ``sum_t W_KQ[z_t, EOS] * W_OV[a, z_t]``, so column ``z`` of the
-    effective map is ``W_OV[:, z]`` scaled by that token's attention score ``W_KQ[z, EOS]``. ``inputs @ block.T`` then
-    gives the model's answer logits on the noise-free sequence (subject, relation, EOS).
+    With linear attention the logit of answer ``a`` is ``sum_t W_KQ[z_t, EOS] * W_OV[a, z_t]``, so column ``z``
+    of the effective map is ``W_OV[:, z]`` scaled by that token's attention score ``W_KQ[z, EOS]``.
+    ``inputs @ block.T`` then gives the model's answer logits on the noise-free sequence (subject, relation, EOS).
     """
     with torch.no_grad():
         ov = model.effective_ov(eos_id).cpu()
@@ -314,12 +350,13 @@ def agreement(a: Tensor, b: Tensor) -> dict[str, float]:
 
 
 def theorem2_bound(m_train: int, m_test: int) -> float:
-    """Lower bound of Theorem 2 on (test margin / training margin) of the nuclear-norm solution: ``m_train / (m_train + m_test)``."""
-    if m_train < 1 or m_test < 0:
-        raise ValueError(f"need m_train >= 1 and m_test >= 0, got m_train={m_train}, m_test={m_test}")
+    """Theorem 2's lower bound on (test margin / training margin) of the nuclear-norm solution.
+
+    Args:
+        m_train, m_test: training and held-out subjects per fact value.
+    Returns:
+        ``m_train / (m_train + m_test)``.
+    """
+    validate.positive_int("m_train", m_train)
+    validate.non_negative_int("m_test", m_test)
     return m_train / (m_train + m_test)
-
-
-def _check_norm(norm: str) -> None:
-    if norm not in NORMS:
-        raise ValueError(f"unknown norm {norm!r}; allowed: {', '.join(NORMS)}")

@@ -14,16 +14,20 @@ optimizer step. What it adds over a hand-written loop:
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeVar, get_args
 
 import torch
 from torch import nn
 
-OPTIMIZERS = ("adamw", "adam", "sgd")
+from lib import validate
+
+OptimizerName = Literal["adamw", "adam", "sgd"]
+OPTIMIZERS: tuple[OptimizerName, ...] = get_args(OptimizerName)
 PROGRESS_ENV = "CIRCUITS_PROGRESS"
 """Set to ``0`` to silence progress bars (``make book`` and ``make test`` do; so does ``CI=true``)."""
 
@@ -34,11 +38,11 @@ class TrainConfig:
 
     Attributes:
         steps: number of optimizer steps.
-        lr: learning rate (constant).
+        lr: learning rate (constant), a finite positive number.
         batch_size: passed to ``make_batch``.
-        weight_decay: decoupled weight decay for AdamW, L2 penalty for Adam and SGD.
-        optimizer: one of ``"adamw"``, ``"adam"``, ``"sgd"``.
-        betas: Adam(W) betas.
+        weight_decay: decoupled weight decay for AdamW, L2 penalty for Adam and SGD; finite, >= 0.
+        optimizer: one of :data:`OPTIMIZERS`.
+        betas: Adam(W) betas, two numbers in [0, 1) (SGD ignores them).
         checkpoint_steps: steps after which to snapshot the parameters (0 = before training).
         seed: seeds the batch generator, so a re-run sees the same batches.
         progress: show a progress bar; ``None`` means "yes, unless under CI or the book build".
@@ -49,7 +53,7 @@ class TrainConfig:
     lr: float = 1e-3
     batch_size: int = 64
     weight_decay: float = 0.0
-    optimizer: str = "adamw"
+    optimizer: OptimizerName = "adamw"
     betas: tuple[float, float] = (0.9, 0.999)
     checkpoint_steps: tuple[int, ...] = ()
     seed: int = 0
@@ -57,19 +61,26 @@ class TrainConfig:
     desc: str = "training"
 
     def __post_init__(self) -> None:
-        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 1:
-            raise ValueError(f"steps must be a positive integer, got {self.steps!r}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if not self.weight_decay >= 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"unknown optimizer {self.optimizer!r}; allowed: {', '.join(OPTIMIZERS)}")
-        bad = [s for s in self.checkpoint_steps if not isinstance(s, int) or not 0 <= s <= self.steps]
-        if bad:
-            raise ValueError(f"checkpoint_steps must be integers in [0, steps={self.steps}], got {bad}")
+        validate.positive_int("steps", self.steps)
+        if not (_is_number(self.lr) and math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a finite positive number, got {self.lr!r}")
+        validate.positive_int("batch_size", self.batch_size)
+        if not (_is_number(self.weight_decay) and math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
+        validate.one_of("optimizer", self.optimizer, OPTIMIZERS)
+        if not (
+            isinstance(self.betas, tuple)
+            and len(self.betas) == 2
+            and all(_is_number(b) and 0 <= b < 1 for b in self.betas)
+        ):
+            raise ValueError(f"betas must be a pair of numbers in [0, 1), got {self.betas!r}")
+        for step in self.checkpoint_steps:
+            validate.index("a checkpoint step", step, self.steps + 1, f"checkpoint_steps (steps={self.steps})")
+        validate.seed(self.seed)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclass
@@ -111,6 +122,7 @@ def model_device(model: nn.Module) -> torch.device:
 
 
 def make_optimizer(params: Iterable[torch.nn.Parameter], config: TrainConfig) -> torch.optim.Optimizer:
+    """The optimizer ``config.optimizer`` over ``params``, with the config's learning rate, betas and weight decay."""
     params = list(params)
     if config.optimizer == "adamw":
         return torch.optim.AdamW(params, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
@@ -124,14 +136,18 @@ def snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
+Model = TypeVar("Model", bound=nn.Module)
+Batch = TypeVar("Batch")
+
+
 def train(
-    model: nn.Module,
-    make_batch: Callable[[int, torch.Generator], Any],
-    loss_fn: Callable[[nn.Module, Any], torch.Tensor],
+    model: Model,
+    make_batch: Callable[[int, torch.Generator], Batch],
+    loss_fn: Callable[[Model, Batch], torch.Tensor],
     config: TrainConfig,
     *,
     extra_params: Iterable[torch.nn.Parameter] = (),
-    evaluate: Callable[[nn.Module], Any] | None = None,
+    evaluate: Callable[[Model], Any] | None = None,
 ) -> History:
     """Train ``model`` in place and return its :class:`History`.
 
@@ -186,6 +202,7 @@ def train(
             bar.update(step - bar.n)
             bar.set_postfix(loss=f"{losses[step - 1].float().mean().item():.3f}")
     bar.close()
+    assert losses is not None  # config.steps >= 1: the loop ran
     history.seconds = time.perf_counter() - start
     history.loss = losses.cpu()
     return history

@@ -62,6 +62,22 @@ def test_bad_seed(seed):
         device.seed_everything(seed)
 
 
+def test_seed_checks_agree_across_modules():
+    """device.seed_everything and the OCR task builders reject a bad seed with the same message."""
+    from lib import ocr
+
+    for bad in (-1, 2**63, 0.5, True):
+        with pytest.raises(ValueError) as from_device:
+            device.seed_everything(bad)
+        with pytest.raises(ValueError) as from_ocr:
+            ocr.fictitious_names(1, seed=bad)
+        assert str(from_device.value) == str(from_ocr.value)
+
+
+def test_known_devices_are_the_literal_values():
+    assert device.KNOWN_DEVICES == ("auto", "cuda", "mps", "cpu")
+
+
 def test_check_device_passes_none_and_known_devices():
     assert device.check_device(None) is None
     assert device.check_device("cpu") == torch.device("cpu")

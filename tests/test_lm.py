@@ -81,9 +81,17 @@ def test_tiny_gpt2_shapes_and_seed(tokenizer):
     )
 
 
-@pytest.mark.parametrize("bad", [dict(n_layer=0), dict(d_model=10, n_head=4), dict(max_len=True)])
-def test_tiny_config_rejects_bad_values(bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(n_layer=0), "n_layer must be a positive integer, got 0"),
+        (dict(d_model=10, n_head=4), "divisible"),
+        (dict(max_len=True), "max_len must be a positive integer, got True"),
+        (dict(seed=-1), "seed must be an integer"),
+    ],
+)
+def test_tiny_config_rejects_bad_values(bad, match):
+    with pytest.raises(ValueError, match=match):
         lm.TinyLMConfig(**bad)
 
 
@@ -214,10 +222,12 @@ def test_bad_evaluation_sets_raise(tokenizer, small_task):
         lm.score_questions(model, tokenizer, [ocr.Question(0, 0, "Zai Bou speaks", ("squash", "Paris"), 2)])
     with pytest.raises(ValueError, match="does not contain"):
         ocr.answer_index(("squash", "Paris"), "French")
-    with pytest.raises(ValueError, match="forms"):
+    with pytest.raises(ValueError, match="forms must be a non-empty list"):
         lm.select_forms(small_task, small_task.questions("test"), [])
-    with pytest.raises(ValueError, match="forms"):
-        lm.select_forms(small_task, small_task.questions("test"), [5])
+    with pytest.raises(ValueError, match=r"question form must be an integer in \[0, 1\], got 5 in forms=\[0, 5\]"):
+        lm.select_forms(small_task, small_task.questions("test"), [0, 5])
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got 0"):
+        lm.score_questions(model, tokenizer, small_task.questions("test")[:1], batch_size=0)
     with pytest.raises(ValueError, match="no candidates"):
         lm.score_candidates(model, tokenizer, "Zai Bou speaks", [])
 

@@ -2,6 +2,8 @@ import pytest
 import torch
 
 from lib.onelayer import (
+    ATTENTIONS,
+    PARAMETERIZATIONS,
     OneLayer,
     OneLayerConfig,
     factorize,
@@ -104,10 +106,13 @@ def test_per_seed_batches_keep_the_training_mix_per_member():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"rank": 0}, "rank"),
-        ({"rank": D + 1}, "rank"),
-        ({"parameterization": "tied"}, "parameterization"),
-        ({"attention": "relu"}, "attention"),
+        ({"rank": 0}, "rank must be a positive integer, got 0"),
+        ({"rank": D + 1}, rf"rank must be an integer in \[1, d_embed={D}\], got \[{D + 1}\]"),
+        ({"rank": (2, True), "n_seeds": 2}, "rank must be a positive integer, got True"),
+        ({"parameterization": "tied"}, r"parameterization must be one of \['factorized', 'merged'\], got 'tied'"),
+        ({"attention": "relu"}, r"attention must be one of \['linear', 'softmax'\], got 'relu'"),
+        ({"n_seeds": 0}, "n_seeds must be a positive integer"),
+        ({"seed": -1}, "seed must be an integer"),
         ({"d_embed": V - 1}, "vocab_size"),
         ({"rank": (2, 3)}, "n_seeds"),
         ({"parameterization": "merged", "rank": 4}, "factorized"),
@@ -116,6 +121,20 @@ def test_per_seed_batches_keep_the_training_mix_per_member():
 def test_bad_config_raises(kwargs, match):
     with pytest.raises(ValueError, match=match):
         OneLayerConfig(V, **{"d_embed": D, **kwargs})
+
+
+def test_options_are_the_literal_values():
+    assert PARAMETERIZATIONS == ("factorized", "merged") and ATTENTIONS == ("linear", "softmax")
+
+
+def test_bad_indices_raise():
+    model = OneLayer(OneLayerConfig(V, D, n_seeds=2))
+    with pytest.raises(ValueError, match=r"member index i must be an integer in \[0, 1\], got 2"):
+        member(model, 2)
+    with pytest.raises(ValueError, match=rf"query_id must be an integer in \[0, {V - 1}\], got {V}"):
+        model.effective_ov(V)
+    with pytest.raises(ValueError, match="n_seeds must be a positive integer, got 0"):
+        per_seed_batches(lambda n, g: (torch.zeros(n, 2), torch.zeros(n)), 0)
 
 
 def test_bad_tokens_raise():
@@ -145,3 +164,5 @@ def test_task_helpers_on_the_symbolic_task():
     torch.testing.assert_close(blocks["facts"].mean(0), torch.zeros(len(task.subject_ids)), atol=1e-5, rtol=0)
     with pytest.raises(ValueError, match="vocab_size"):
         train_on_task(task, OneLayerConfig(task.vocab_size - 1))
+    with pytest.raises(ValueError, match="eval_every must be a positive integer, got 0"):
+        train_on_task(task, OneLayerConfig(task.vocab_size), eval_every=0)

@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from lib.theory import (
+    NORMS,
     agreement,
+    matrix_norm,
     multiclass_margins,
     ocr_problem,
     solve_max_margin,
@@ -82,12 +84,25 @@ def test_agreement_is_scale_free():
     assert agreement(3 * a, a) == pytest.approx({"cosine": 1.0, "relative_error": 0.0}, abs=1e-6)
 
 
+def test_norms_are_the_literal_values():
+    assert NORMS == ("nuclear", "frobenius")
+    W = torch.diag(torch.tensor([3.0, 4.0]))
+    assert matrix_norm(W, "nuclear") == pytest.approx(7.0) and matrix_norm(W, "frobenius") == pytest.approx(5.0)
+
+
 def test_bad_input_raises():
-    with pytest.raises(ValueError, match="norm"):
+    with pytest.raises(ValueError, match=r"norm must be one of \['frobenius', 'nuclear'\], got 'spectral'"):
         solve_min_norm(lambda W: W.flatten(), (2, 2), "spectral")
+    with pytest.raises(ValueError, match="norm must be one of"):
+        matrix_norm(torch.eye(2), "spectral")
+    with pytest.raises(ValueError, match="outer must be a positive integer, got 0"):
+        solve_max_margin(torch.ones(1, 2), torch.tensor([0]), 2, outer=0)
     with pytest.raises(ValueError, match="n_rows"):
         solve_max_margin(torch.ones(1, 2), torch.tensor([3]), 2)
     with pytest.raises(ValueError, match="targets"):
         multiclass_margins(torch.zeros(2, 3), torch.tensor([0]))
-    with pytest.raises(ValueError, match="m_train"):
+    with pytest.raises(ValueError, match="m_train must be a positive integer, got 0"):
         theorem2_bound(0, 3)
+    with pytest.raises(ValueError, match="m_test must be a non-negative integer, got -1"):
+        theorem2_bound(1, -1)
+    assert theorem2_bound(1, 3) == 0.25

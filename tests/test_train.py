@@ -113,17 +113,35 @@ def test_extra_params_are_trained():
         ({"steps": 0}, "steps must be a positive integer"),
         ({"steps": -5}, "steps must be a positive integer"),
         ({"steps": 2.5}, "steps must be a positive integer"),
-        ({"lr": 0}, "lr must be a positive number"),
-        ({"lr": -1e-3}, "lr must be a positive number"),
+        ({"lr": 0}, "lr must be a finite positive number"),
+        ({"lr": -1e-3}, "lr must be a finite positive number"),
+        ({"lr": float("inf")}, "lr must be a finite positive number"),
+        ({"lr": float("nan")}, "lr must be a finite positive number"),
+        ({"lr": True}, "lr must be a finite positive number"),
+        ({"lr": "1e-3"}, "lr must be a finite positive number"),
         ({"batch_size": 0}, "batch_size must be a positive integer"),
-        ({"optimizer": "lion"}, "allowed: adamw, adam, sgd"),
-        ({"weight_decay": -0.1}, "weight_decay must be >= 0"),
-        ({"steps": 10, "checkpoint_steps": (11,)}, r"checkpoint_steps must be integers in \[0, steps=10\]"),
+        ({"optimizer": "lion"}, r"optimizer must be one of \['adam', 'adamw', 'sgd'\], got 'lion'"),
+        ({"weight_decay": -0.1}, "weight_decay must be a finite number >= 0"),
+        ({"weight_decay": float("inf")}, "weight_decay must be a finite number >= 0"),
+        ({"betas": (0.9, 1.0)}, r"betas must be a pair of numbers in \[0, 1\)"),
+        ({"betas": (-0.1, 0.999)}, r"betas must be a pair of numbers in \[0, 1\)"),
+        ({"betas": (0.9,)}, r"betas must be a pair of numbers in \[0, 1\)"),
+        ({"betas": (0.9, 0.99, 0.999)}, r"betas must be a pair of numbers in \[0, 1\)"),
+        ({"betas": (0.9, float("nan"))}, r"betas must be a pair of numbers in \[0, 1\)"),
+        ({"betas": [0.9, 0.999]}, r"betas must be a pair of numbers in \[0, 1\)"),
+        ({"steps": 10, "checkpoint_steps": (11,)}, r"checkpoint step must be an integer in \[0, 10\], got 11"),
+        ({"steps": 10, "checkpoint_steps": (0, True)}, r"checkpoint step must be an integer in \[0, 10\], got True"),
+        ({"seed": -1}, r"seed must be an integer in \[0, 2\*\*63\)"),
     ],
 )
 def test_bad_config_is_a_value_error(kwargs, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**kwargs)
+
+
+def test_good_config_edge_values_are_accepted():
+    config = TrainConfig(steps=1, lr=1, weight_decay=0, betas=(0.0, 0.0), checkpoint_steps=(0, 1), seed=2**63 - 1)
+    assert config.betas == (0.0, 0.0) and config.checkpoint_steps == (0, 1)
 
 
 def test_model_without_parameters():
