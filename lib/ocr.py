@@ -119,12 +119,6 @@ def _no_duplicates(values: Sequence[str], what: str) -> None:
         raise ValueError(f"duplicate {what}: {dup[:5]}{' ...' if len(dup) > 5 else ''}")
 
 
-def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    # Not validate.one_of: the message starts "unknown group", as callers and tests of this module expect.
-    if value not in allowed:
-        raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(allowed)}")
-
-
 # Real capitals and the (main) language spoken there: every language appears once, so the map is one-to-one.
 CITY_LANGUAGE = (
     ("Paris", "French"),
@@ -574,7 +568,7 @@ class SymbolicTask:
 
     def subjects_of(self, group: Group) -> Tensor:
         """(n,) int64 subject indices a group draws from."""
-        _check_choice("group", group, GROUPS)
+        validate.one_of("group", group, GROUPS)
         return self.train_subjects if group.startswith("train") else self.test_subjects
 
     def _on(self, device: torch.device) -> dict[str, Tensor]:
@@ -616,7 +610,7 @@ class SymbolicTask:
         Returns:
             ``x`` (n, seq_len) int64 with EOS last, ``y`` (n,) int64 answer token id.
         """
-        _check_choice("group", group, GROUPS)
+        validate.one_of("group", group, GROUPS)
         validate.positive_int("n", n)
         if not isinstance(generator, torch.Generator):
             raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
@@ -645,7 +639,7 @@ class SymbolicTask:
         Returns:
             ``x`` (n_group * per_subject, seq_len) int64, ``y`` (n_group * per_subject,) int64, on ``device``.
         """
-        _check_choice("group", group, GROUPS)
+        validate.one_of("group", group, GROUPS)
         validate.positive_int("per_subject", per_subject)
         generator = torch.Generator().manual_seed(validate.seed(seed))
         x, y = self._sequences(group, self.subjects_of(group).repeat_interleave(per_subject), generator)
@@ -849,7 +843,7 @@ class SentenceTask:
 
     def questions(self, group: Split = "test") -> list[Question]:
         """Every question form for every subject of ``group`` (``"test"``: held out, ``"train"``: seen)."""
-        _check_choice("group", group, SPLITS)
+        validate.one_of("group", group, SPLITS)
         out = []
         for i in self.train_subjects if group == "train" else self.test_subjects:
             p = self.pair_of[i]

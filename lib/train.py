@@ -14,7 +14,6 @@ optimizer step. What it adds over a hand-written loop:
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -62,25 +61,14 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         validate.positive_int("steps", self.steps)
-        if not (_is_number(self.lr) and math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a finite positive number, got {self.lr!r}")
+        validate.positive_number("lr", self.lr)
         validate.positive_int("batch_size", self.batch_size)
-        if not (_is_number(self.weight_decay) and math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
+        validate.non_negative_number("weight_decay", self.weight_decay)
         validate.one_of("optimizer", self.optimizer, OPTIMIZERS)
-        if not (
-            isinstance(self.betas, tuple)
-            and len(self.betas) == 2
-            and all(_is_number(b) and 0 <= b < 1 for b in self.betas)
-        ):
-            raise ValueError(f"betas must be a pair of numbers in [0, 1), got {self.betas!r}")
+        validate.unit_interval_pair("betas", self.betas)
         for step in self.checkpoint_steps:
             validate.index("a checkpoint step", step, self.steps + 1, f"checkpoint_steps (steps={self.steps})")
         validate.seed(self.seed)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclass

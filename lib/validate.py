@@ -7,6 +7,7 @@ argument, what is allowed and what it got, and returns the value so it can be us
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable
 from typing import TypeVar
 
@@ -54,17 +55,42 @@ def seed(value: object, name: str = "seed") -> int:
     return value  # type: ignore[return-value]
 
 
+def _is_real(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def positive_number(name: str, value: object) -> float:
+    """``value`` as a finite number ``> 0``."""
+    if not _is_real(value) or not value > 0:  # type: ignore[operator]
+        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def non_negative_number(name: str, value: object) -> float:
+    """``value`` as a finite number ``>= 0``."""
+    if not _is_real(value) or not value >= 0:  # type: ignore[operator]
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
 def fraction(name: str, value: object) -> float:
     """``value`` as a number strictly between 0 and 1."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+    if not _is_real(value) or not 0 < value < 1:  # type: ignore[operator]
         raise ValueError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
-    return float(value)
+    return float(value)  # type: ignore[arg-type]
+
+
+def unit_interval_pair(name: str, value: object) -> tuple[float, float]:
+    """``value`` as a tuple of two numbers in ``[0, 1)`` (Adam's betas)."""
+    if not (isinstance(value, tuple) and len(value) == 2 and all(_is_real(v) and 0 <= v < 1 for v in value)):
+        raise ValueError(f"{name} must be a pair of numbers in [0, 1), got {value!r}")
+    return (float(value[0]), float(value[1]))
 
 
 def one_of(name: str, value: T, allowed: Collection[T]) -> T:
     """``value`` if it is one of ``allowed``."""
     if value not in allowed:
-        raise ValueError(f"{name} must be one of {sorted(allowed, key=str)}, got {value!r}")
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
     return value
 
 

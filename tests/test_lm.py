@@ -8,7 +8,6 @@ import torch
 from torch import nn
 
 from lib import lm, ocr
-from lib.checks import CheckFailed, check_mean_rank_by_pair, check_score_candidates
 from lib.train import TrainConfig
 
 TEXT = [
@@ -266,43 +265,6 @@ def test_random_model_is_near_chance_and_pipeline_runs(small_task):
     )
     assert list(result.before) == list(result.after) == list(result.train_after) == list(chance)
     assert result.history.loss.shape == (3,)
-
-
-# --- checks ------------------------------------------------------------------------------------
-
-
-def test_check_score_candidates():
-    check_score_candidates(lm.score_candidates)
-
-    def stub(model, tokenizer, prompt, candidates):
-        raise NotImplementedError
-
-    def first_token_only(model, tokenizer, prompt, candidates):
-        n = len(tokenizer(prompt)["input_ids"])
-        out = []
-        for c in candidates:
-            ids = torch.tensor([tokenizer(f"{prompt} {c}")["input_ids"]])
-            out.append(model(input_ids=ids).logits[0, n - 1].log_softmax(-1)[ids[0, n]])
-        return torch.stack(out).detach()
-
-    for wrong in (stub, first_token_only):
-        with pytest.raises(CheckFailed):
-            check_score_candidates(wrong)
-
-
-def test_check_mean_rank_by_pair():
-    check_mean_rank_by_pair(lm.mean_rank_by_pair)
-
-    def stub(questions, scores):
-        raise NotImplementedError
-
-    def overall(questions, scores):  # one number for all pairs, copied to each
-        r = ocr.mean_rank(scores, [q.answer for q in questions])
-        return {p: r for p in sorted({q.pair for q in questions})}
-
-    for wrong in (stub, overall):
-        with pytest.raises(CheckFailed):
-            check_mean_rank_by_pair(wrong)
 
 
 # --- figure ------------------------------------------------------------------------------------

@@ -101,7 +101,7 @@ def test_sentences_no_leakage(config):
             "duplicate relation pair names",
         ),
         (lambda: build_sentences(SentenceConfig(values_per_pair=13)), "unused fact values"),
-        (lambda: build_sentences().questions("validation"), "unknown group"),
+        (lambda: build_sentences().questions("validation"), "group must be one of"),
         (lambda: build_sentences().fact_sentences(200), "subject"),
         (lambda: build_sentences().candidates(5), "pair"),
         (lambda: fictitious_names(-1), "non-negative"),

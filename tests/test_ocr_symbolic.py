@@ -185,7 +185,7 @@ def test_bad_symbolic_config(kwargs):
 
 def test_bad_group_and_sizes(minimal):
     g = torch.Generator()
-    with pytest.raises(ValueError, match="unknown group"):
+    with pytest.raises(ValueError, match=r"group must be one of \[.*\], got"):
         minimal.sample("facts", 3, g)
     with pytest.raises(ValueError):
         minimal.sample("test_facts", 0, g)

@@ -6,6 +6,7 @@ from lib.onelayer import (
     PARAMETERIZATIONS,
     OneLayer,
     OneLayerConfig,
+    candidate_accuracy,
     factorize,
     forward_reference,
     member,
@@ -166,3 +167,8 @@ def test_task_helpers_on_the_symbolic_task():
         train_on_task(task, OneLayerConfig(task.vocab_size - 1))
     with pytest.raises(ValueError, match="eval_every must be a positive integer, got 0"):
         train_on_task(task, OneLayerConfig(task.vocab_size), eval_every=0)
+
+
+def test_candidate_accuracy_rejects_answers_outside_the_candidates():
+    with pytest.raises(ValueError, match="candidates"):
+        candidate_accuracy(torch.zeros(1, 4), torch.tensor([0]), torch.tensor([2, 3]))

@@ -91,7 +91,7 @@ def test_norms_are_the_literal_values():
 
 
 def test_bad_input_raises():
-    with pytest.raises(ValueError, match=r"norm must be one of \['frobenius', 'nuclear'\], got 'spectral'"):
+    with pytest.raises(ValueError, match=r"norm must be one of \['nuclear', 'frobenius'\], got 'spectral'"):
         solve_min_norm(lambda W: W.flatten(), (2, 2), "spectral")
     with pytest.raises(ValueError, match="norm must be one of"):
         matrix_norm(torch.eye(2), "spectral")

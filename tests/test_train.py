@@ -120,7 +120,7 @@ def test_extra_params_are_trained():
         ({"lr": True}, "lr must be a finite positive number"),
         ({"lr": "1e-3"}, "lr must be a finite positive number"),
         ({"batch_size": 0}, "batch_size must be a positive integer"),
-        ({"optimizer": "lion"}, r"optimizer must be one of \['adam', 'adamw', 'sgd'\], got 'lion'"),
+        ({"optimizer": "lion"}, r"optimizer must be one of \['adamw', 'adam', 'sgd'\], got 'lion'"),
         ({"weight_decay": -0.1}, "weight_decay must be a finite number >= 0"),
         ({"weight_decay": float("inf")}, "weight_decay must be a finite number >= 0"),
         ({"betas": (0.9, 1.0)}, r"betas must be a pair of numbers in \[0, 1\)"),
