@@ -59,3 +59,21 @@ def test_heads():
         validate.heads([(1, 4)], 2, 4)
     with pytest.raises(ValueError, match=r"more than once: \['L0H1'\]"):
         validate.heads([(0, 1), (0, 1)], 2, 4)
+
+
+def test_numbers():
+    assert validate.positive_number("lr", 1e-3) == 1e-3
+    assert validate.non_negative_number("weight_decay", 0) == 0.0
+    for bad in (0, -1.0, float("inf"), float("nan"), True, "1"):
+        with pytest.raises(ValueError, match="lr must be a finite positive number"):
+            validate.positive_number("lr", bad)
+    for bad in (-0.1, float("inf"), None):
+        with pytest.raises(ValueError, match="weight_decay must be a finite number >= 0"):
+            validate.non_negative_number("weight_decay", bad)
+
+
+def test_unit_interval_pair():
+    assert validate.unit_interval_pair("betas", (0.9, 0)) == (0.9, 0.0)
+    for bad in ((0.9, 1.0), (0.9,), [0.9, 0.99], (0.9, float("nan")), (True, 0.5)):
+        with pytest.raises(ValueError, match=r"betas must be a pair of numbers in \[0, 1\)"):
+            validate.unit_interval_pair("betas", bad)
