@@ -106,8 +106,9 @@ def expected_figures(page_path: Path) -> int:
 
 
 # Code and output blocks that scroll sideways, and printed tables wider than their cell: a reader at the
-# test's 1280-pixel window sees them cut at the column's right edge (the column holds about 81 characters).
+# test's 1280-pixel window sees them cut at the column's right edge (79 characters with _static/code-column.css).
 OVERFLOWING = """() => {
+  document.querySelectorAll("details").forEach((d) => { d.open = true; });  // collapsed solutions too
   const blocks = [...document.querySelectorAll("div.cell_input pre, div.cell_output pre")]
     .filter((e) => e.scrollWidth > e.clientWidth + 1);
   const tables = [...document.querySelectorAll("div.cell_output table")]
