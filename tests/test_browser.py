@@ -1,10 +1,10 @@
 """Open every chapter page of the built book in headless Chromium, as a reader would.
 
 Checks that each page renders without JavaScript errors from the book's own scripts, shows at least as many
-figures as its executed notebook produced, and has no code, printed output or table wider than its column;
-saves a screenshot of each page under ``_build/screenshots/``. Debian's chromium is installed when missing
-(as root, with apt-get); where that is impossible the test is skipped and says why. Runs after ``make book``
-(which calls it).
+figures as its executed notebook produced, typesets its math offline, and has no code, printed output or table
+wider than its column; saves a screenshot of each page under ``_build/screenshots/``. Debian's chromium is
+installed when missing (as root, with apt-get); where that is impossible the test is skipped and says why.
+Runs after ``make book`` (which calls it).
 """
 
 from __future__ import annotations
@@ -116,6 +116,14 @@ OVERFLOWING = """() => {
   return [...blocks, ...tables].map((e) => e.innerText.split("\\n")[0].slice(0, 60));
 }"""
 
+# Math on the page (Sphinx's span.math / div.math) left untypeset once MathJax, served with the book by
+# sphinx-mathjax-offline, has finished: empty on a page whose math rendered.
+UNTYPESET_MATH = """async () => {
+  const math = () => [...document.querySelectorAll("span.math, div.math")];
+  if (math().length && window.MathJax && MathJax.startup) await MathJax.startup.promise;
+  return math().filter((e) => !e.querySelector("mjx-container")).map((e) => e.textContent.slice(0, 40));
+}"""
+
 PAGES = [resolve(e).relative_to(ROOT).with_suffix(".html") for e in toc_files()]
 
 
@@ -145,9 +153,11 @@ def test_page_renders_cleanly(rel, server, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{rel.stem}.png"), full_page=True)
     figures = page.locator("div.cell_output img").count()
+    raw_math = page.evaluate(UNTYPESET_MATH)
     cut_off = page.evaluate(OVERFLOWING)
     page.close()
     assert not own_errors, f"{rel}: JavaScript errors from the book's own scripts: {own_errors}"
     want = expected_figures(HTML / rel)
     assert figures >= want, f"{rel}: page shows {figures} figures, its notebook produced {want}"
+    assert not raw_math, f"{rel}: math shown as raw TeX (MathJax did not typeset it offline): {raw_math[:5]}"
     assert not cut_off, f"{rel}: code, printed output or tables wider than the page's column (cut off): {cut_off}"
