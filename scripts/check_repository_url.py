@@ -1,0 +1,39 @@
+"""Fail unless _config.yml's repository.url is the given address (the publishing workflow passes its own).
+
+The setup cell of every chapter installs `lib` from that address, so a fork that publishes the book must change
+it first: `python3 scripts/check_repository_url.py https://github.com/OWNER/NAME`.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+CONFIG = Path(__file__).resolve().parents[1] / "_config.yml"
+
+
+def configured_url() -> str:
+    """The ``url:`` under ``repository:`` in _config.yml (read as text: the workflow runs before any install)."""
+    match = re.search(r"^repository:\s*\n(?:[ \t]+.*\n)*?[ \t]+url:\s*(\S+)", CONFIG.read_text(), re.MULTILINE)
+    if not match:
+        raise SystemExit(f"{CONFIG.name} has no repository.url")
+    return match.group(1)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    expected, found = argv[0].rstrip("/"), configured_url().rstrip("/")
+    if found.lower() != expected.lower():
+        print(
+            f"_config.yml's repository.url is {found}, but this repository is {expected}: set repository.url to "
+            f"{expected} (the chapters' setup cells install lib from it)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"repository.url matches {expected}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
