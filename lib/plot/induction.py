@@ -366,7 +366,8 @@ def composition_score_grid(
         norm = TwoSlopeNorm(mean, min(low, mean - 1e-6), max(high, mean + 1e-6))
         im = ax.imshow(v, cmap="RdBu_r", norm=norm, interpolation="nearest")
         for (i, j), x in np.ndenumerate(v):
-            ax.text(j, i, f"{x:.2f}", ha="center", va="center", fontsize=7)
+            dark = abs(float(norm(x)) - 0.5) > 0.3  # white text on the saturated ends of the colour map
+            ax.text(j, i, f"{x:.2f}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
         rows, cols = v.shape
         ax.set_yticks(range(rows), list(row_names) if row_names is not None else [str(i) for i in range(rows)])
         ax.set_xticks(range(cols), list(column_names) if column_names is not None else [str(j) for j in range(cols)])
