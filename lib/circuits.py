@@ -296,8 +296,9 @@ def olsson_copying_score(model: TransformerBridge, tokens: torch.Tensor) -> torc
 
     Olsson et al. run the model on random tokens, take what each head adds to the residual stream, map it
     to the logits through the unembedding alone (the head's direct effect), subtract the mean over the
-    vocabulary and apply a ReLU, keeping only the logits the head raises. How they aggregate is not spelled
-    out; here, for each head and each position ``p >= 1`` of ``tokens`` (position 0 holds BOS):
+    vocabulary and apply a ReLU, keeping only the logits the head raises. The description we work from does
+    not give the final aggregation; here, for each head and each position ``p >= 1`` of ``tokens`` (position 0
+    holds BOS):
 
     1. ``out = (x_p W_V + b_V) W_O``, where ``x_p`` is the *actual* residual stream at ``p`` that the head's
        layer reads on this run (token and position embeddings, plus earlier layers' outputs): what the head
