@@ -282,3 +282,29 @@ def test_all_lists_every_public_function() -> None:
 
 def test_every_function_has_a_case() -> None:
     assert {name for name, *_ in CASES} == set(plot.__all__)
+
+
+# Cases added after the parametrized tests above were collected: run through the same checks, and listed in CASES
+# for test_every_function_has_a_case.
+CIRCUIT_CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
+    (
+        "composition_score_grid",
+        "Q, K and V",
+        (
+            {kind: rand(2, 3, high=0.3) for kind in "QKV"},
+            {kind: rand(5, 2, 3, low=0.1, high=0.15) for kind in "QKV"},
+        ),
+        {"row_names": ["L0H0", "L0H1"], "column_names": ["L1H0", "L1H1", "L1H2"]},
+    ),
+    ("composition_score_grid", "one kind, default labels", ({"K": rand(2, 2)}, {"K": rand(4)}), {}),
+]
+CASES += CIRCUIT_CASES
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs"),
+    [pytest.param(name, args, kwargs, id=f"{name}-{case}") for name, case, args, kwargs in CIRCUIT_CASES],
+)
+def test_circuit_figure(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    test_figure(name, args, kwargs)

@@ -153,16 +153,25 @@ def test_pca_and_classifier():
 def test_induction_heads_lists_the_classified_heads_layer_by_layer():
     scores = {
         "prefix matching": torch.tensor([[0.9, 0.2, 0.8], [0.76, 0.75, 0.99]]),
-        "copying": torch.tensor([[0.1, 0.9, -0.2], [0.5, 0.01, 0.3]]),
+        "copying": torch.tensor([[0.6, 0.9, -0.2], [0.5, 0.99, 0.7]]),
         "previous token": torch.zeros(2, 3),
     }
     assert sc.induction_heads(scores) == [(0, 0), (1, 0), (1, 1), (1, 2)]
     assert sc.induction_heads(scores, threshold=0.8) == [(0, 0), (1, 2)]
+    assert sc.induction_heads(scores, copying_threshold=0.65) == [(1, 1), (1, 2)]
     assert all(isinstance(i, int) for head in sc.induction_heads(scores) for i in head)
     none = {**scores, "copying": -scores["copying"].abs()}
     assert sc.induction_heads(none) == []
     with pytest.raises(ValueError, match="n_layers, n_heads"):
         sc.induction_heads({"prefix matching": torch.ones(3), "copying": torch.ones(3)})
+    with pytest.raises(ValueError, match="copying_threshold must be in \\(0, 1\\], got 0.0"):
+        sc.induction_heads(scores, copying_threshold=0.0)
+
+
+def test_positive_copying_below_the_threshold_is_not_enough():
+    """Random heads score up to about 0.3 (half of them above 0): such a head is not an induction head."""
+    scores = {"prefix matching": torch.tensor([[0.9, 0.9]]), "copying": torch.tensor([[0.3, sc.COPYING_THRESHOLD]])}
+    assert sc.induction_heads(scores) == [(0, 1)]
 
 
 def test_hand_built_scores():

@@ -22,6 +22,7 @@ from lib.plot.induction import (
     attention_before_during_after,
     attention_pattern,
     circuit_matrices,
+    composition_score_grid,
     head_scores_over_training,
     icl_score_curve,
     induction_head_classifier,
@@ -63,6 +64,7 @@ __all__ = [
     "attention_before_during_after",
     "loss_along_sequence",
     "circuit_matrices",
+    "composition_score_grid",
     # smeared keys (chapter 6)
     "arm_loss_curves",
     "smear_sigma_over_training",
