@@ -112,8 +112,24 @@ def svt(W: Tensor, tau: float) -> Tensor:
     """Singular-value thresholding (the proximal map of ``tau * ||W||_*``): singular values minus ``tau``, floor 0."""
     if tau < 0:
         raise ValueError(f"tau must be >= 0, got {tau}")
-    U, s, Vh = torch.linalg.svd(W, full_matrices=False)
+    try:
+        U, s, Vh = torch.linalg.svd(W, full_matrices=False)
+    except torch.linalg.LinAlgError:  # LAPACK's divide-and-conquer SVD can fail on many repeated singular values
+        return svt_by_eigh(W, tau)
     return (U * (s - tau).clamp_min(0)) @ Vh
+
+
+def svt_by_eigh(W: Tensor, tau: float) -> Tensor:
+    """:func:`svt` through the eigendecomposition of ``W W^T`` (or ``W^T W``): slower and less precise for tiny
+    singular values, but it does not fail on repeated ones. ``U diag(max(1 - tau / s, 0)) U^T W``."""
+    if tau < 0:
+        raise ValueError(f"tau must be >= 0, got {tau}")
+    if W.shape[0] > W.shape[1]:
+        return svt_by_eigh(W.T, tau).T
+    evals, U = torch.linalg.eigh(W @ W.T)
+    s = evals.clamp_min(0).sqrt()
+    keep = torch.where(s > tau, 1 - tau / s.clamp_min(torch.finfo(W.dtype).tiny), torch.zeros_like(s))
+    return (U * keep) @ (U.T @ W)
 
 
 def shrink(W: Tensor, tau: float) -> Tensor:

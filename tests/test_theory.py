@@ -166,3 +166,15 @@ def test_theorem2_grid_follows_the_law_and_the_rank_of_the_solution_jumps():
         assert q.rank == (2 if q.m_train >= q.m_test else 3)
     with pytest.raises(ValueError, match="n_facts must be"):
         theorem2_grid([1], [1], n_facts=1)
+
+
+def test_svt_by_eigh_matches_svt():
+    from lib.theory import svt_by_eigh
+
+    g = torch.Generator().manual_seed(2)
+    for shape in ((4, 7), (7, 4)):
+        W = torch.randn(*shape, generator=g, dtype=torch.float64)
+        torch.testing.assert_close(svt_by_eigh(W, 0.8), svt(W, 0.8))
+    repeated = torch.eye(6, dtype=torch.float64)[:4] * 2.0  # four equal singular values
+    torch.testing.assert_close(svt_by_eigh(repeated, 0.5), repeated * 0.75)
+    torch.testing.assert_close(svt_by_eigh(repeated, 3.0), torch.zeros(4, 6, dtype=torch.float64))
