@@ -42,12 +42,14 @@ def margin_loss(W: Tensor, inputs: Tensor, targets: Tensor, others: Tensor) -> T
     return torch.where(top > 0, big, small).mean()
 
 
-def direction(problem: theory.OCRProblem, solution: theory.Solution, scale: float, max_steps: int = 40000) -> dict:
+def direction(
+    problem: theory.OCRProblem, solution: theory.Solution, scale: float, seed: int = 0, max_steps: int = 40000
+) -> dict:
     """Factorized gradient descent from initial scale ``scale``; the numbers at the first step past each margin."""
     X, y = problem.train_inputs.double(), problem.train_targets
     m, n = solution.W.shape
     others = theory.other_rows(y, m)
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(seed)
     A = (torch.randn(m, 128, generator=g, dtype=torch.float64) * scale).requires_grad_()
     B = (torch.randn(n, 128, generator=g, dtype=torch.float64) * scale).requires_grad_()
     target = solution.W.double()
