@@ -1,11 +1,15 @@
 """The implicit-bias theory of the OCR chapters, solved numerically (Huang et al. 2025, section 4).
 
 Gradient training of the one-layer model on the cross-entropy loss drives the output-value matrix, in
-direction, towards the solution of a max-margin problem. Which norm that problem minimizes depends on the
-parameterization: the nuclear norm ``||W||_* = sum of singular values`` for the factorized ``W_O W_V^T``,
-the Frobenius norm ``||W||_F`` for the merged ``W_OV``:
+direction, towards a max-margin solution, and the parameterization decides which one:
 
     min ||W||   subject to   margin_k(W) >= 1 for every training example k.
+
+For the merged ``W_OV`` gradient flow converges in direction to the minimum of the Frobenius norm ``||W||_F``
+(a convex problem). For the factorized ``W_O W_V^T`` it converges to a KKT point of the max-margin problem in the
+factors, ``min (||W_O||_F^2 + ||W_V||_F^2) / 2``; that problem's global minima are the minima of the nuclear norm
+``||W||_* = sum of singular values``, but its KKT points need not be (chapter 3 measures how close gradient
+descent comes). This module solves the two convex problems.
 
 The margin of an example is the **multiclass margin**: the logit of the correct answer minus the largest
 logit among the other candidate answers. Requiring it to be >= 1 is the same as requiring
