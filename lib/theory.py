@@ -1,11 +1,15 @@
 """The implicit-bias theory of the OCR chapters, solved numerically (Huang et al. 2025, section 4).
 
 Gradient training of the one-layer model on the cross-entropy loss drives the output-value matrix, in
-direction, towards the solution of a max-margin problem. Which norm that problem minimizes depends on the
-parameterization: the nuclear norm ``||W||_* = sum of singular values`` for the factorized ``W_O W_V^T``,
-the Frobenius norm ``||W||_F`` for the merged ``W_OV``:
+direction, towards a max-margin solution, and the parameterization decides which one:
 
     min ||W||   subject to   margin_k(W) >= 1 for every training example k.
+
+For the merged ``W_OV`` gradient flow converges in direction to the minimum of the Frobenius norm ``||W||_F``
+(a convex problem). For the factorized ``W_O W_V^T`` it converges to a KKT point of the max-margin problem in the
+factors, ``min (||W_O||_F^2 + ||W_V||_F^2) / 2``; that problem's global minima are the minima of the nuclear norm
+``||W||_* = sum of singular values``, but its KKT points need not be (chapter 3 measures how close gradient
+descent comes). This module solves the two convex problems.
 
 The margin of an example is the **multiclass margin**: the logit of the correct answer minus the largest
 logit among the other candidate answers. Requiring it to be >= 1 is the same as requiring
@@ -19,7 +23,8 @@ Frobenius norm a shrinkage of the whole matrix. Its multipliers give a dual cert
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypedDict, Unpack, get_args
 
@@ -27,7 +32,7 @@ import torch
 from torch import Tensor
 
 from lib import validate
-from lib.ocr import SymbolicTask
+from lib.ocr import SymbolicConfig, SymbolicTask, build_symbolic
 from lib.onelayer import OneLayer
 
 Norm = Literal["nuclear", "frobenius"]
@@ -65,16 +70,41 @@ def multiclass_margins(logits: Tensor, targets: Tensor) -> Tensor:
     return correct - others.max(-1).values
 
 
-def pairwise_margins(W: Tensor, inputs: Tensor, targets: Tensor) -> Tensor:
+def other_rows(targets: Tensor, n_rows: int) -> Tensor:
+    """For every example, the row indices other than its target, in increasing order: ``(N, n_rows - 1)`` int64."""
+    rows = torch.arange(n_rows - 1, device=targets.device).expand(len(targets), -1)
+    return rows + (rows >= targets[:, None]).long()
+
+
+def pairwise_margins(W: Tensor, inputs: Tensor, targets: Tensor, others: Tensor | None = None) -> Tensor:
     """``logit(correct) - logit(a)`` for every example and every other row ``a`` of ``W``: ``(N, m - 1)``.
 
     Args:
         W: ``(m, n)``; inputs: ``(N, n)`` (each row a bag of input tokens); targets: ``(N,)`` row index.
+        others: ``other_rows(targets, m)``, passed in by callers that evaluate many ``W`` (computed if None).
     """
+    others = other_rows(targets, W.shape[0]) if others is None else others
     logits = inputs @ W.T  # (N, m)
-    diff = logits.gather(1, targets[:, None]) - logits
-    keep = torch.ones_like(diff, dtype=torch.bool).scatter(1, targets[:, None], False)
-    return diff[keep].view(len(targets), -1)
+    return logits.gather(1, targets[:, None]) - logits.gather(1, others)
+
+
+def pairwise_margins_adjoint(
+    V: Tensor, inputs: Tensor, targets: Tensor, n_rows: int, others: Tensor | None = None
+) -> Tensor:
+    """The adjoint of :func:`pairwise_margins` (a linear map of ``W``): the gradient of ``<pairwise_margins(W), V>``.
+
+    ``sum_k sum_{a != y_k} V[k, a] (e_{y_k} - e_a) x_k^T``, computed in closed form (no autograd).
+
+    Args:
+        V: ``(N, m - 1)`` weights, laid out as :func:`pairwise_margins` returns its values.
+        inputs: ``(N, n)``; targets: ``(N,)`` row index; n_rows: ``m``; others: as in :func:`pairwise_margins`.
+    Returns:
+        ``(m, n)``.
+    """
+    others = other_rows(targets, n_rows) if others is None else others
+    rows = torch.zeros(len(targets), n_rows, dtype=V.dtype, device=V.device).scatter(1, others, -V)
+    rows.scatter_(1, targets[:, None], V.sum(1, keepdim=True))
+    return rows.T @ inputs.to(V.dtype)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -86,8 +116,24 @@ def svt(W: Tensor, tau: float) -> Tensor:
     """Singular-value thresholding (the proximal map of ``tau * ||W||_*``): singular values minus ``tau``, floor 0."""
     if tau < 0:
         raise ValueError(f"tau must be >= 0, got {tau}")
-    U, s, Vh = torch.linalg.svd(W, full_matrices=False)
+    try:
+        U, s, Vh = torch.linalg.svd(W, full_matrices=False)
+    except torch.linalg.LinAlgError:  # LAPACK's divide-and-conquer SVD can fail on many repeated singular values
+        return svt_by_eigh(W, tau)
     return (U * (s - tau).clamp_min(0)) @ Vh
+
+
+def svt_by_eigh(W: Tensor, tau: float) -> Tensor:
+    """:func:`svt` through the eigendecomposition of ``W W^T`` (or ``W^T W``): slower and less precise for tiny
+    singular values, but it does not fail on repeated ones. ``U diag(max(1 - tau / s, 0)) U^T W``."""
+    if tau < 0:
+        raise ValueError(f"tau must be >= 0, got {tau}")
+    if W.shape[0] > W.shape[1]:
+        return svt_by_eigh(W.T, tau).T
+    evals, U = torch.linalg.eigh(W @ W.T)
+    s = evals.clamp_min(0).sqrt()
+    keep = torch.where(s > tau, 1 - tau / s.clamp_min(torch.finfo(W.dtype).tiny), torch.zeros_like(s))
+    return (U * keep) @ (U.T @ W)
 
 
 def shrink(W: Tensor, tau: float) -> Tensor:
@@ -145,6 +191,7 @@ def solve_min_norm(
     shape: tuple[int, int],
     norm: Norm = "nuclear",
     *,
+    adjoint: Callable[[Tensor], Tensor] | None = None,
     rho: float = 1.0,
     outer: int = 60,
     inner: int = 150,
@@ -161,6 +208,8 @@ def solve_min_norm(
         constraints: ``W (m, n) -> (K,)`` linear in ``W`` (e.g. all pairwise margins).
         shape: ``(m, n)``.
         norm: one of :data:`NORMS`.
+        adjoint: ``v (K,) -> (m, n)``, the adjoint of ``constraints`` (the gradient of ``<constraints(W), v>``);
+            ``None`` differentiates ``constraints`` with autograd at every step (slower).
     """
     validate.one_of("norm", norm, NORMS)
     validate.positive_int("outer", outer)
@@ -173,15 +222,17 @@ def solve_min_norm(
     K = constraints(W).numel()
     mu = torch.zeros(K, dtype=dtype)
 
-    def adjoint(v: Tensor) -> Tensor:  # c^T v, by differentiating <c(W), v>
+    def by_autograd(v: Tensor) -> Tensor:  # c^T v, by differentiating <c(W), v>
         X = torch.zeros(shape, dtype=dtype, requires_grad=True)
         (grad,) = torch.autograd.grad((constraints(X) * v).sum(), X)
         return grad
 
+    transpose = adjoint or by_autograd
+
     # ||c||^2 by power iteration on c^T c (c is linear, so c(W) - c(0) = c(W) here: no offset).
     V = torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(0))
     for _ in range(50):
-        V = adjoint(constraints(V))
+        V = transpose(constraints(V))
         lip = float(torch.linalg.matrix_norm(V))
         V = V / lip
     step = 1.0 / (rho * lip * 1.01)
@@ -191,7 +242,7 @@ def solve_min_norm(
         Y, W_prev, t = W.clone(), W.clone(), 1.0
         for _ in range(inner):
             violation = (mu / rho + 1 - constraints(Y)).clamp_min(0)
-            W = prox(Y + step * rho * adjoint(violation), step)
+            W = prox(Y + step * rho * transpose(violation), step)
             t_next = (1 + (1 + 4 * t * t) ** 0.5) / 2
             Y = W + (t - 1) / t_next * (W - W_prev)
             W_prev, t = W, t_next
@@ -201,7 +252,7 @@ def solve_min_norm(
         value = matrix_norm(W, norm)
         if float((1 - c).clamp_min(0).max()) < tol and abs(value - float(mu.sum())) < tol * max(value, 1e-12):
             break
-    dual = adjoint(mu)
+    dual = transpose(mu)
     dual_norm = float(torch.linalg.matrix_norm(dual, 2 if norm == "nuclear" else "fro"))
     return Solution(W.float(), norm, value, float(mu.sum()), dual_norm, float(constraints(W).min()), iterations)
 
@@ -226,7 +277,14 @@ def solve_max_margin(
             f"targets must lie in [0, n_rows={n_rows}), got range [{int(targets.min())}, {int(targets.max())}]"
         )
     X, y = inputs.double(), targets.long()
-    return solve_min_norm(lambda W: pairwise_margins(W, X, y).flatten(), (n_rows, inputs.shape[1]), norm, **solver)
+    others = other_rows(y, n_rows)
+    return solve_min_norm(
+        lambda W: pairwise_margins(W, X, y, others).flatten(),
+        (n_rows, inputs.shape[1]),
+        norm,
+        adjoint=lambda v: pairwise_margins_adjoint(v.view(len(y), n_rows - 1), X, y, n_rows, others),
+        **solver,
+    )
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -360,3 +418,97 @@ def theorem2_bound(m_train: int, m_test: int) -> float:
     validate.positive_int("m_train", m_train)
     validate.non_negative_int("m_test", m_test)
     return m_train / (m_train + m_test)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Theorem 2 over a grid of (m_train, m_test), and the law the held-out margin follows
+# ----------------------------------------------------------------------------------------------------
+
+
+def numerical_rank(W: Tensor, rel_tol: float = 1e-3) -> int:
+    """Number of singular values of ``W`` (2-D) above ``rel_tol`` times the largest (0 for a zero matrix)."""
+    validate.positive_number("rel_tol", rel_tol)
+    if W.ndim != 2:
+        raise ValueError(f"W must be a 2-D matrix, got shape {tuple(W.shape)}")
+    s = torch.linalg.svdvals(W.double())
+    return int((s > rel_tol * s[0]).sum()) if len(s) and s[0] > 0 else 0
+
+
+def held_out_margin_law(m_train: int, m_test: int) -> float:
+    """The held-out margin of the min-nuclear-norm solution (training margin 1), as measured in chapter 3.
+
+    ``min(1, sqrt(m_train / m_test))``: per fact value, the solution stores the implication of a held-out
+    subject at ``t`` times that of a training subject, and the nuclear norm of that two-row block is smallest
+    at ``t = sqrt(m_train / m_test)`` (``t = 1`` when that is larger). Not a theorem of the paper: a law
+    the solver's numbers follow (see :func:`theorem2_grid` and ``bench/ocr_theory.py``).
+    """
+    validate.positive_int("m_train", m_train)
+    validate.positive_int("m_test", m_test)
+    return min(1.0, (m_train / m_test) ** 0.5)
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """The min-nuclear-norm solution of one OCR task with ``m_train`` / ``m_test`` subjects per fact value.
+
+    Attributes:
+        m_train, m_test, n_facts: the task.
+        margin_min, margin_max: smallest and largest held-out multiclass margin (training margin is 1).
+        bound: :func:`theorem2_bound`; law: :func:`held_out_margin_law`.
+        rank: :func:`numerical_rank` of the solution (rows: the ``2 n_facts`` answer values).
+        gap: the solver's relative duality gap; seconds: solver wall time.
+    """
+
+    m_train: int
+    m_test: int
+    n_facts: int
+    margin_min: float
+    margin_max: float
+    bound: float
+    law: float
+    rank: int
+    gap: float
+    seconds: float
+
+
+def theorem2_grid(
+    m_train: Sequence[int], m_test: Sequence[int], *, n_facts: int = 5, seed: int = 0, **solver: Unpack[SolverOptions]
+) -> list[GridPoint]:
+    """Solve the min-nuclear-norm problem of the symbolic OCR task at every ``(m_train, m_test)`` pair.
+
+    Each task has ``n_facts`` fact values, ``m_train + m_test`` subjects per value (``ocr.SymbolicConfig``
+    with ``n_subjects = n_facts * (m_train + m_test)``, ``train_per_fact = m_train``).
+
+    Returns:
+        one :class:`GridPoint` per pair, ``m_train`` varying slowest.
+    """
+    validate.int_at_least("n_facts", n_facts, 2, "a margin needs a competing value")
+    points = []
+    for mt in m_train:
+        for ms in m_test:
+            validate.positive_int("m_train", mt)
+            validate.positive_int("m_test", ms)
+            task = build_symbolic(
+                SymbolicConfig(n_subjects=n_facts * (mt + ms), n_facts=n_facts, train_per_fact=mt, seed=seed)
+            )
+            problem = ocr_problem(task)
+            n_answers = problem.n_facts + problem.n_implications
+            start = time.perf_counter()
+            sol = solve_max_margin(problem.train_inputs, problem.train_targets, n_answers, "nuclear", **solver)
+            seconds = time.perf_counter() - start
+            margins = multiclass_margins(problem.test_inputs @ sol.W.T, problem.test_targets)
+            points.append(
+                GridPoint(
+                    m_train=mt,
+                    m_test=ms,
+                    n_facts=n_facts,
+                    margin_min=float(margins.min()),
+                    margin_max=float(margins.max()),
+                    bound=theorem2_bound(mt, ms),
+                    law=held_out_margin_law(mt, ms),
+                    rank=numerical_rank(sol.W),
+                    gap=sol.gap,
+                    seconds=seconds,
+                )
+            )
+    return points

@@ -216,6 +216,19 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ([(SEQ_LOSS, SEQ_LOSS + rand(len(SEQ_LOSS), low=-0.5), f"ablation {i}") for i in range(3)],),
         {"period": 3},
     ),
+    # --- out-of-context reasoning, chapter 3's margin grid
+    (
+        "ocr_margin_grid",
+        "two by two",
+        (
+            [1, 1, 2, 2],
+            torch.tensor([1, 3, 1, 3]),
+            [1.0, 0.577, 1.0, 0.816],
+            [0.5, 0.25, 0.667, 0.4],
+            [1, 0.577, 1, 0.816],
+        ),
+        {"title": "grid"},
+    ),
 ]
 
 

@@ -106,3 +106,75 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="m_test must be a non-negative integer, got -1"):
         theorem2_bound(1, -1)
     assert theorem2_bound(1, 3) == 0.25
+
+
+def test_pairwise_margins_adjoint_is_the_autograd_gradient():
+    from lib.theory import other_rows, pairwise_margins, pairwise_margins_adjoint
+
+    g = torch.Generator().manual_seed(1)
+    X = torch.randint(0, 3, (7, 5), generator=g).double()
+    y = torch.randint(0, 4, (7,), generator=g)
+    V = torch.randn(7, 3, generator=g, dtype=torch.float64)
+    W = torch.randn(4, 5, generator=g, dtype=torch.float64, requires_grad=True)
+    (grad,) = torch.autograd.grad((pairwise_margins(W, X, y) * V).sum(), W)
+    torch.testing.assert_close(pairwise_margins_adjoint(V, X, y, 4), grad)
+    assert other_rows(torch.tensor([0, 2]), 3).tolist() == [[1, 2], [0, 1]]
+
+
+def test_closed_form_adjoint_gives_the_autograd_solution():
+    p = ocr_problem(tiny_task())
+    X, y, m = p.train_inputs.double(), p.train_targets, p.n_facts + p.n_implications
+    from lib.theory import pairwise_margins
+
+    # the same algorithm with either adjoint: the same iterates (a few outer steps are enough to compare)
+    by_autograd = solve_min_norm(lambda W: pairwise_margins(W, X, y).flatten(), (m, X.shape[1]), "nuclear", outer=3)
+    closed = solve_max_margin(p.train_inputs, p.train_targets, m, "nuclear", outer=3)
+    torch.testing.assert_close(closed.W, by_autograd.W, atol=1e-6, rtol=0)
+    assert closed.iterations == by_autograd.iterations == 450
+
+
+def test_numerical_rank():
+    from lib.theory import numerical_rank
+
+    assert numerical_rank(torch.diag(torch.tensor([3.0, 1e-2, 1e-5]))) == 2
+    assert numerical_rank(torch.diag(torch.tensor([3.0, 1e-2, 1e-5])), rel_tol=1e-6) == 3
+    assert numerical_rank(torch.zeros(2, 3)) == 0
+    with pytest.raises(ValueError, match="W must be a 2-D matrix"):
+        numerical_rank(torch.ones(3))
+    with pytest.raises(ValueError, match="rel_tol must be"):
+        numerical_rank(torch.eye(2), rel_tol=0)
+
+
+def test_held_out_margin_law():
+    from lib.theory import held_out_margin_law
+
+    assert held_out_margin_law(1, 4) == pytest.approx(0.5) and held_out_margin_law(3, 2) == 1.0
+    with pytest.raises(ValueError, match="m_test must be a positive integer, got 0"):
+        held_out_margin_law(1, 0)
+
+
+def test_theorem2_grid_follows_the_law_and_the_rank_of_the_solution_jumps():
+    """Two fact values: the held-out margin is min(1, sqrt(m_train / m_test)), above Theorem 2's bound; the
+    solution has rank n (fact and implication rows agree on every subject) when m_train >= m_test, else 2n - 1."""
+    from lib.theory import theorem2_grid
+
+    points = theorem2_grid([1, 2], [1, 3], n_facts=2)
+    assert [(q.m_train, q.m_test) for q in points] == [(1, 1), (1, 3), (2, 1), (2, 3)]
+    for q in points:
+        assert q.gap < 1e-5 and q.margin_max - q.margin_min < 1e-4
+        assert q.margin_min == pytest.approx(q.law, abs=1e-4) and q.margin_min > q.bound
+        assert q.rank == (2 if q.m_train >= q.m_test else 3)
+    with pytest.raises(ValueError, match="n_facts must be"):
+        theorem2_grid([1], [1], n_facts=1)
+
+
+def test_svt_by_eigh_matches_svt():
+    from lib.theory import svt_by_eigh
+
+    g = torch.Generator().manual_seed(2)
+    for shape in ((4, 7), (7, 4)):
+        W = torch.randn(*shape, generator=g, dtype=torch.float64)
+        torch.testing.assert_close(svt_by_eigh(W, 0.8), svt(W, 0.8))
+    repeated = torch.eye(6, dtype=torch.float64)[:4] * 2.0  # four equal singular values
+    torch.testing.assert_close(svt_by_eigh(repeated, 0.5), repeated * 0.75)
+    torch.testing.assert_close(svt_by_eigh(repeated, 3.0), torch.zeros(4, 6, dtype=torch.float64))

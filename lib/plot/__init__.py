@@ -33,6 +33,7 @@ from lib.plot.induction import (
 )
 from lib.plot.ocr import (
     ocr_loss_curves,
+    ocr_margin_grid,
     ocr_mean_rank,
     ocr_ov_blocks,
     ocr_pair_losses,
@@ -53,6 +54,7 @@ __all__ = [
     "ocr_pair_losses",
     "ocr_spectra",
     "ocr_mean_rank",
+    "ocr_margin_grid",
     # induction heads (chapter 5)
     "phase_change_curves",
     "icl_score_curve",

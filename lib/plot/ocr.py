@@ -425,3 +425,54 @@ def ocr_mean_rank(
         ax.set_xticks(x, labels, fontsize=8)
         finish_axis(ax, title=reference_title, title_size=10, legend=True)
     return finish_figure(fig)
+
+
+# --- chapter 3: the margin theorem over a grid ----------------------------------------------------
+
+
+def ocr_margin_grid(
+    m_train: Array,
+    m_test: Array,
+    margins: Array,
+    bounds: Array,
+    law: Array,
+    *,
+    title: str = "Held-out margin of the min-nuclear-norm solution",
+) -> Figure:
+    """The held-out margin at every ``(m_train, m_test)`` of a grid against ``m_train / m_test``, with bound and law.
+
+    Args:
+        m_train, m_test: ``(P,)`` training and held-out subjects per fact value at each grid point.
+        margins: ``(P,)`` measured held-out margin (training margin 1); bounds: ``(P,)`` a lower bound at each
+            point (e.g. Theorem 2's); law: ``(P,)`` the value a law predicts at each point.
+    """
+    ratio = to_numpy(m_train) / to_numpy(m_test)
+    measured, bound, predicted = to_numpy(margins), to_numpy(bounds), to_numpy(law)
+    order = np.argsort(ratio, kind="stable")
+    fig, axes = new_figure(width=6.0, height=3.8)
+    ax: Axes = axes[0, 0]
+    ax.plot(ratio[order], predicted[order], "-", color="grey", lw=1.2, label="min(1, √(m_train / m_test))")
+    ax.plot(
+        ratio[order], bound[order], "--", color="black", lw=1.0, label="Theorem 2 bound: m_train / (m_train + m_test)"
+    )
+    ax.scatter(
+        ratio,
+        measured,
+        s=36,
+        facecolors="none",
+        edgecolors=OCR_ARM_COLOURS["factorized"],
+        zorder=3,
+        label="solution's smallest held-out margin",
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 1.1)
+    finish_axis(
+        ax,
+        xlabel="m_train / m_test (subjects per fact value)",
+        ylabel="held-out margin (training = 1)",
+        title=title,
+        legend=True,
+        legend_loc="lower right",
+        grid="both",
+    )
+    return finish_figure(fig)
