@@ -105,6 +105,15 @@ def test_layout_of_both_relation_positions(position, five_pairs, group):
     assert torch.equal(y, (task.fact_of if fact else task.implication_of)[s])
 
 
+@pytest.mark.parametrize("position", ["fixed", "random"])
+def test_subject_position_is_uniform(position):
+    task = build_symbolic(SymbolicConfig(relation_position=position))
+    x, _ = task.sample("train_facts", 14_000, torch.Generator().manual_seed(0))
+    where_s = _parts(task, x)[0]
+    counts = torch.bincount(where_s, minlength=task.config.seq_len)
+    assert counts[-2:].sum() == 0 and counts[:-2].min() > 0.85 * counts[:-2].float().mean(), counts.tolist()
+
+
 def test_random_relation_position_is_uniform_after_the_subject():
     task = build_symbolic(SymbolicConfig(relation_position="random", seq_len=8))
     x, _ = task.sample("train_facts", 60_000, torch.Generator().manual_seed(0))
