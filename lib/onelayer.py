@@ -54,7 +54,8 @@ Sampler = Callable[[int, torch.Generator], Batch]
 PAPER_TRAIN = TrainConfig(
     steps=2000, lr=5e-3, batch_size=252, weight_decay=0.03, optimizer="adamw", desc="one-layer OCR"
 )
-"""The official code's training settings: 2000 AdamW steps, batch 252, lr 5e-3 (constant), weight decay 0.03."""
+"""The official main script's training settings: 2000 AdamW steps, batch 252, lr 5e-3 (constant), weight decay 0.03.
+The official rank sweep runs 20,000 steps; ``bench/ocr_rank_sweep.py`` runs these settings for that long."""
 
 
 @dataclass(frozen=True)
@@ -446,7 +447,7 @@ def ov_blocks(ov: Tensor, task: SymbolicTask, order: Tensor | None = None, centr
             so the centred block shows only what matters: which answer value each subject prefers.
     Returns:
         ``{"implications": (n_values, n_subjects), "facts": (n_values, n_subjects)}``; row ``i`` of both
-        blocks belongs to the same rule ``b_i -> c_i``.
+        blocks belongs to the same mapping ``b_i -> c_i`` of a rule.
     """
     order = subject_order(task)[0] if order is None else order
     cols = task.subject_ids[order].to(ov.device)
