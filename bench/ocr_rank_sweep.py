@@ -12,9 +12,10 @@ Chapter 2 runs a short sweep (500 steps) to stay within its time budget. This sc
 - ``--setup book``: chapter 2's model (Gaussian init, std 1e-4, relation right before EOS), same schedule.
 
 Every member (rank x seed) is one member of one :class:`lib.onelayer.OneLayer` (its own rank mask, its own batches):
-one optimizer step trains them all. Returns, per rank: the final training loss (the three training groups, fixed
-evaluation sets), the held-out implication loss at chosen steps, and the held-out accuracy among the implication
-values (mean and per seed). ``run()`` feeds ``bench/run_all.py``; ``main()`` also writes a JSON file.
+one optimizer step trains them all. :func:`sweep` returns, per rank: the final training loss (the three training
+groups, fixed evaluation sets), the held-out implication loss at chosen steps, and the held-out accuracy among the
+implication values (per seed); ``main()`` writes it to a JSON file. :func:`run` (for ``bench/run_all.py``) returns
+the same sweep as a flat dict of means per rank.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def configs(setup: Setup, ranks: tuple[int, ...], seeds: int) -> tuple[SymbolicC
     return task_config, model_config
 
 
-def run(
+def sweep(
     setup: Setup = "paper", steps: int = STEPS, ranks: tuple[int, ...] = RANKS, seeds: int = SEEDS, every: int = 500
 ) -> dict:
     """Train the whole sweep once and return its numbers (losses in nats, accuracies in [0, 1])."""
@@ -96,6 +97,21 @@ def run(
     }
 
 
+def run(setup: Setup = "paper") -> dict:
+    """The sweep's means per rank, flat (``bench/run_all.py``): seconds, then per rank train loss, test loss and
+    test accuracy after the last step."""
+    result = sweep(setup)
+    flat: dict[str, float] = {"seconds": result["seconds"]}
+    for r, v in result["ranks"].items():
+        for key, label in (
+            ("train loss (final, per seed)", "train loss"),
+            ("test loss (final, per seed)", "held-out loss"),
+            ("test accuracy (final, per seed)", "held-out accuracy"),
+        ):
+            flat[f"rank {r}: {label}"] = sum(v[key]) / len(v[key])
+    return flat
+
+
 def summary(result: dict) -> str:
     """One line per rank: mean final train loss, mean test loss at the report steps, mean test accuracy."""
     lines = [f"setup {result['setup']}, {result['steps']} steps, {result['seeds']} seeds, {result['seconds']:.0f} s"]
@@ -122,7 +138,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help=f"JSON file (default {OUT} with the setup's name)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    result = run(args.setup, args.steps, tuple(args.ranks), args.seeds, args.every)
+    result = sweep(args.setup, args.steps, tuple(args.ranks), args.seeds, args.every)
     if hasattr(os, "getloadavg"):
         result["load average"] = [round(x, 2) for x in os.getloadavg()]
     out = args.out or OUT.with_name(f"{OUT.stem}_{args.setup}.json")
