@@ -44,6 +44,18 @@ def test_forward_matches_the_one_hot_formula():
             torch.testing.assert_close(logits[s, b], f[:V])
 
 
+@pytest.mark.parametrize("parameterization", ["factorized", "merged"])
+def test_output_ignores_the_order_of_all_but_the_last_token(parameterization):
+    """A bag of tokens seen from the last one: why the relation token's position cannot matter (lib.ocr's layouts)."""
+    model = OneLayer(OneLayerConfig(V, D, parameterization, n_seeds=2, init_scale=0.3))
+    x = tokens(n=8, T=7)
+    shuffled = torch.cat([x[:, :-1][:, torch.randperm(6, generator=torch.Generator().manual_seed(1))], x[:, -1:]], 1)
+    assert not torch.equal(x, shuffled)
+    torch.testing.assert_close(model(shuffled), model(x))
+    moved_last = torch.cat([x[:, 1:], x[:, :1]], 1)  # another token at the query position
+    assert not torch.allclose(model(moved_last), model(x))
+
+
 def test_merge_and_factorize_compute_the_same_function():
     fact = OneLayer(OneLayerConfig(V, D, n_seeds=2, init_scale=0.3))
     merged = merge(fact)
