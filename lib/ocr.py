@@ -82,7 +82,7 @@ class RelationPair:
             (the counterfactual pair uses the same words as the true one).
         link: how the fact relates to the implication in the real world, one of :data:`LINKS`; the one place
             the book's chapters read a rule's kind from (labels, tables, groupings).
-        link_reason: one line saying why the rule has that ``link``.
+        link_reason: one line saying why the rule has that ``link`` (every rule of :data:`PAIRS` has one).
     """
 
     name: str
@@ -94,12 +94,12 @@ class RelationPair:
     questions: tuple[str, ...] = ("{s} {r2}",)
     tag: str = ""
     link: Link = "arbitrary"
-    link_reason: str = "abstract tokens: nothing links the fact to the implication"
+    link_reason: str = ""
 
     def __post_init__(self) -> None:
         validate.one_of("link", self.link, LINKS)
-        if not isinstance(self.link_reason, str) or not self.link_reason.strip():
-            raise ValueError(f"pair {self.name!r}: link_reason must be a non-empty string, got {self.link_reason!r}")
+        if not isinstance(self.link_reason, str) or "\n" in self.link_reason:
+            raise ValueError(f"pair {self.name!r}: link_reason must be one line of text, got {self.link_reason!r}")
         facts = [b for b, _ in self.implication_map]
         if not facts:
             raise ValueError(f"pair {self.name!r}: implication_map is empty")
@@ -305,7 +305,14 @@ correlated but not causal (real calling codes), two arbitrary pairings."""
 
 def minimal_pair(n_facts: int) -> RelationPair:
     """The paper's minimal experiment: abstract facts ``b0 .. b{n-1}``, ``b_i -> c_i``, relations r1 / r2."""
-    return RelationPair("r1 -> r2", "r1", "r2", tuple((f"b{i}", f"c{i}") for i in range(n_facts)))
+    return RelationPair(
+        "r1 -> r2",
+        "r1",
+        "r2",
+        tuple((f"b{i}", f"c{i}") for i in range(n_facts)),
+        link="arbitrary",
+        link_reason="abstract tokens: nothing links b_i to c_i",
+    )
 
 
 # ---------------------------------------------------------------------------------------------

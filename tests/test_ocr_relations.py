@@ -41,7 +41,7 @@ def test_every_rule_states_its_link_once():
     }
     assert [p.causal for p in PAIRS] == [True, False, False, False, False]
     assert all(p.link_reason.strip() and "\n" not in p.link_reason for p in PAIRS)
-    assert minimal_pair(3).link == "arbitrary" and not minimal_pair(3).causal
+    assert minimal_pair(3).link == "arbitrary" and not minimal_pair(3).causal and minimal_pair(3).link_reason
 
 
 def test_counterfactual_pair_is_the_shifted_table():
@@ -67,7 +67,7 @@ def test_true_and_counterfactual_pairs_use_different_cities():
             lambda: RelationPair("x", "r1", "r2", (("a", "c"),), link="true"),  # type: ignore[arg-type]
             r"link must be one of \['causal', 'counterfactual', 'correlated, not causal', 'arbitrary'\], got 'true'",
         ),
-        (lambda: RelationPair("x", "r1", "r2", (("a", "c"),), link_reason=" "), "link_reason must be a non-empty"),
+        (lambda: RelationPair("x", "r1", "r2", (("a", "c"),), link_reason="a\nb"), "link_reason must be one line"),
     ],
 )
 def test_bad_relation_pair(make, match):
