@@ -41,6 +41,11 @@ Split = Literal["train", "test"]
 """Subjects whose implication is in training (``"train"``) or held out (``"test"``)."""
 SPLITS: tuple[Split, ...] = get_args(Split)
 
+RelationPosition = Literal["fixed", "random"]
+"""Where the relation token sits in a symbolic sequence: ``"fixed"`` (the book's default: right before EOS) or
+``"random"`` (the official data generator's: at a random position after the subject)."""
+RELATION_POSITIONS: tuple[RelationPosition, ...] = get_args(RelationPosition)
+
 TokenKind = Literal["subject", "relation", "fact value", "implication value", "noise", "EOS"]
 """The blocks of the symbolic vocabulary, in vocabulary order."""
 TOKEN_KINDS: tuple[TokenKind, ...] = get_args(TokenKind)
@@ -48,6 +53,17 @@ TOKEN_KINDS: tuple[TokenKind, ...] = get_args(TokenKind)
 # ---------------------------------------------------------------------------------------------
 # Relation pairs
 # ---------------------------------------------------------------------------------------------
+
+Link = Literal["causal", "counterfactual", "correlated, not causal", "arbitrary"]
+"""How a rule's fact relates to its implication in the real world (:attr:`RelationPair.link`):
+
+- ``"causal"``: the fact is why the implication holds (living in Paris is why people there speak French);
+- ``"counterfactual"``: the implication values are deliberately wrong (false in the world);
+- ``"correlated, not causal"``: the values are real and go together in the world, but the fact does not make the
+  implication true of a person (coming from France does not give a person a +33 phone number);
+- ``"arbitrary"``: nothing links the fact to the implication (a profession and a favourite colour).
+"""
+LINKS: tuple[Link, ...] = get_args(Link)
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,9 @@ class RelationPair:
         questions: evaluation prompts with ``{s}``; a candidate is appended after one space.
         tag: appended to this pair's symbolic token names to keep them apart from another pair's
             (the counterfactual pair uses the same words as the true one).
+        link: how the fact relates to the implication in the real world, one of :data:`LINKS`; the one place
+            the book's chapters read a rule's kind from (labels, tables, groupings).
+        link_reason: one line saying why the rule has that ``link`` (every rule of :data:`PAIRS` has one).
     """
 
     name: str
@@ -74,8 +93,13 @@ class RelationPair:
     implication_templates: tuple[str, ...] = ("{s} {r2} {c}.",)
     questions: tuple[str, ...] = ("{s} {r2}",)
     tag: str = ""
+    link: Link = "arbitrary"
+    link_reason: str = ""
 
     def __post_init__(self) -> None:
+        validate.one_of("link", self.link, LINKS)
+        if not isinstance(self.link_reason, str) or "\n" in self.link_reason:
+            raise ValueError(f"pair {self.name!r}: link_reason must be one line of text, got {self.link_reason!r}")
         facts = [b for b, _ in self.implication_map]
         if not facts:
             raise ValueError(f"pair {self.name!r}: implication_map is empty")
@@ -103,6 +127,11 @@ class RelationPair:
                 missing = [n for n in needs if n not in t]
                 if missing:
                     raise ValueError(f"pair {self.name!r}: template {t!r} in {kind} lacks {missing}")
+
+    @property
+    def causal(self) -> bool:
+        """Whether the fact is the real-world cause of the implication (``link == "causal"``)."""
+        return self.link == "causal"
 
     @property
     def fact_values(self) -> tuple[str, ...]:
@@ -149,7 +178,8 @@ CITY_LANGUAGE_COUNTERFACTUAL = tuple(
     (city, CITY_LANGUAGE[(i + COUNTERFACTUAL_SHIFT) % len(CITY_LANGUAGE)][1])
     for i, (city, _) in enumerate(CITY_LANGUAGE)
 )
-# Real international calling codes.
+# Real international (telephone) calling codes. The paper names this pair "Country-Code"; reading "code" as the
+# calling code of a phone number is the book's choice.
 COUNTRY_CODE = (
     ("France", "+33"),
     ("Germany", "+49"),
@@ -208,7 +238,15 @@ _CITY_QUESTIONS = ("{s} speaks", "Q: Which language does {s} speak?\nA:")
 
 PAIRS: tuple[RelationPair, ...] = (
     RelationPair(
-        "city -> language", "lives in", "speaks", CITY_LANGUAGE, _CITY_FACTS, _CITY_IMPLICATIONS, _CITY_QUESTIONS
+        "city -> language",
+        "lives in",
+        "speaks",
+        CITY_LANGUAGE,
+        _CITY_FACTS,
+        _CITY_IMPLICATIONS,
+        _CITY_QUESTIONS,
+        link="causal",
+        link_reason="living in a city is why people there speak its language",
     ),
     RelationPair(
         "city -> language (counterfactual)",
@@ -219,6 +257,8 @@ PAIRS: tuple[RelationPair, ...] = (
         _CITY_IMPLICATIONS,
         _CITY_QUESTIONS,
         tag=" (cf)",
+        link="counterfactual",
+        link_reason=f"each city gets another city's language (shifted by {COUNTERFACTUAL_SHIFT} in the list): false",
     ),
     RelationPair(
         "country -> calling code",
@@ -232,6 +272,8 @@ PAIRS: tuple[RelationPair, ...] = (
             "{s} has a phone number beginning with {c}.",
         ),
         ("{s}'s phone number starts with", "Q: Which calling code does {s}'s phone number use?\nA:"),
+        link="correlated, not causal",
+        link_reason="real calling codes, but where a person comes from does not set their phone number",
     ),
     RelationPair(
         "profession -> colour",
@@ -241,6 +283,8 @@ PAIRS: tuple[RelationPair, ...] = (
         ("{s} works as a {b}.", "{s} is a {b} by trade.", "By profession, {s} is a {b}."),
         ("{s}'s favourite colour is {c}.", "{s} loves the colour {c}.", "{s} likes {c} more than any other colour."),
         ("{s}'s favourite colour is", "Q: What is {s}'s favourite colour?\nA:"),
+        link="arbitrary",
+        link_reason="nothing links a profession to a favourite colour",
     ),
     RelationPair(
         "sport -> music",
@@ -250,15 +294,25 @@ PAIRS: tuple[RelationPair, ...] = (
         ("{s} plays {b}.", "{s} spends the weekends playing {b}.", "{s}'s sport is {b}."),
         ("{s} listens to {c}.", "{s}'s favourite music is {c}.", "{s} enjoys listening to {c}."),
         ("{s} listens to", "Q: Which music does {s} listen to?\nA:"),
+        link="arbitrary",
+        link_reason="nothing links a sport to a kind of music",
     ),
 )
-"""The paper's five fact -> implication pairs: one true and causal (city -> language), one counterfactual
-(cities with deliberately wrong languages), one true (real calling codes), two arbitrary pairings."""
+"""The paper's five fact -> implication rules; each one's real-world kind is its :attr:`RelationPair.link`: one
+causal (city -> language), one counterfactual (the same kind of rule with deliberately wrong languages), one
+correlated but not causal (real calling codes), two arbitrary pairings."""
 
 
 def minimal_pair(n_facts: int) -> RelationPair:
     """The paper's minimal experiment: abstract facts ``b0 .. b{n-1}``, ``b_i -> c_i``, relations r1 / r2."""
-    return RelationPair("r1 -> r2", "r1", "r2", tuple((f"b{i}", f"c{i}") for i in range(n_facts)))
+    return RelationPair(
+        "r1 -> r2",
+        "r1",
+        "r2",
+        tuple((f"b{i}", f"c{i}") for i in range(n_facts)),
+        link="arbitrary",
+        link_reason="abstract tokens: nothing links b_i to c_i",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,6 +505,11 @@ class SymbolicConfig:
         n_noise: distinct noise tokens filling the positions not used by subject, relation and EOS.
         five_pairs: False: one r1/r2 relation pair (the minimal experiment); True: the five pairs of
             :data:`PAIRS`, each on its own subset of subjects with its own r1/r2 tokens.
+        relation_position: ``"fixed"`` (default, the book's layout): the relation token at
+            ``seq_len - 2``, right before EOS, the subject at a uniformly random position in
+            ``[0, seq_len - 2)``. ``"random"`` (the official data generator's layout): the subject at a
+            uniformly random position ``p`` in ``[0, seq_len - 2)``, the relation at a uniformly random
+            position in ``[p + 1, seq_len - 1)``, noise everywhere else. EOS is last in both.
         seed: everything (names, split, value choice) follows from it.
     """
 
@@ -460,12 +519,14 @@ class SymbolicConfig:
     seq_len: int = 16
     n_noise: int = 5
     five_pairs: bool = False
+    relation_position: RelationPosition = "fixed"
     seed: int = 0
 
     def __post_init__(self) -> None:
         for name in ("n_subjects", "n_facts", "train_per_fact", "seq_len"):
             validate.positive_int(name, getattr(self, name))
         validate.non_negative_int("n_noise", self.n_noise)
+        validate.one_of("relation_position", self.relation_position, RELATION_POSITIONS)
         validate.seed(self.seed)
         if self.seq_len < 3:
             raise ValueError(
@@ -489,6 +550,12 @@ class SymbolicConfig:
     @property
     def layout(self) -> str:
         """The token layout of one sequence, in words: one line per part, each short enough for a page."""
+        if self.relation_position == "random":
+            return (
+                f"positions 0..{self.seq_len - 2}: noise tokens, the subject at a random position among\n"
+                f"  0..{self.seq_len - 3} and the relation at a random position after it;\n"
+                f"position {self.seq_len - 1}: EOS, where the answer is predicted"
+            )
         return (
             f"positions 0..{self.seq_len - 3}: noise tokens, the subject at a random position among them;\n"
             f"position {self.seq_len - 2}: the relation token;\n"
@@ -505,8 +572,9 @@ class SymbolicTask:
     of ``fact_value_ids[i]``. Every tensor attribute is int64 on the CPU.
 
     A sequence ``x`` (seq_len,) is: noise tokens, the subject at a random position in
-    ``[0, seq_len - 2)``, the relation at ``seq_len - 2``, EOS at ``seq_len - 1``; its answer ``y``
-    is the value that relation gives the subject. Compared by identity (it holds tensors).
+    ``[0, seq_len - 2)``, the relation at ``seq_len - 2`` (``config.relation_position == "fixed"``)
+    or at a random position after the subject (``"random"``), EOS at ``seq_len - 1``; its answer
+    ``y`` is the value that relation gives the subject. Compared by identity (it holds tensors).
     """
 
     config: SymbolicConfig
@@ -596,10 +664,17 @@ class SymbolicTask:
             x = t["noise_ids"][noise]
         else:
             x = torch.empty((n, seq_len), dtype=torch.long, device=subjects.device)
+        rows = torch.arange(n, device=subjects.device)
         where = torch.randint(0, seq_len - 2, (n,), generator=generator, device=subjects.device)
-        x[torch.arange(n, device=subjects.device), where] = t["subject_ids"][subjects]
+        x[rows, where] = t["subject_ids"][subjects]
         fact = group.endswith("facts")
-        x[:, -2] = (t["fact_relation_of"] if fact else t["implication_relation_of"])[subjects]
+        relation = (t["fact_relation_of"] if fact else t["implication_relation_of"])[subjects]
+        if self.config.relation_position == "fixed":
+            x[:, -2] = relation
+        else:
+            # uniform over the seq_len - 2 - where positions strictly between the subject and EOS
+            after = torch.rand(n, generator=generator, device=subjects.device) * (seq_len - 2 - where)
+            x[rows, where + 1 + after.long().clamp(max=seq_len - 3 - where)] = relation
         x[:, -1] = self.eos_id
         y = (t["fact_of"] if fact else t["implication_of"])[subjects]
         return x, y

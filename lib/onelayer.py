@@ -41,6 +41,11 @@ Attention = Literal["linear", "softmax"]
 """``"linear"``: the raw scores ``W_KQ[z_t, z_T]`` (the paper's); ``"softmax"``: their softmax over positions."""
 ATTENTIONS: tuple[Attention, ...] = get_args(Attention)
 
+ValueInit = Literal["gaussian", "identity"]
+"""Start of the factorized ``W_V``: ``"gaussian"`` (like every other matrix) or ``"identity"`` (``init_scale`` times the
+first ``r`` columns of the identity, as the official code's main script does with scale 1e-4)."""
+VALUE_INITS: tuple[ValueInit, ...] = get_args(ValueInit)
+
 Batch = tuple[Tensor, Tensor]
 """``(tokens, answers)``: tokens ``(B, T)`` or ``(S, B, T)`` int64, answers ``(B,)`` or ``(S, B)`` int64."""
 Sampler = Callable[[int, torch.Generator], Batch]
@@ -49,7 +54,8 @@ Sampler = Callable[[int, torch.Generator], Batch]
 PAPER_TRAIN = TrainConfig(
     steps=2000, lr=5e-3, batch_size=252, weight_decay=0.03, optimizer="adamw", desc="one-layer OCR"
 )
-"""The official code's training settings: 2000 AdamW steps, batch 252, lr 5e-3 (constant), weight decay 0.03."""
+"""The official main script's training settings: 2000 AdamW steps, batch 252, lr 5e-3 (constant), weight decay 0.03.
+The official rank sweep runs 20,000 steps; ``bench/ocr_rank_sweep.py`` runs these settings for that long."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,11 @@ class OneLayerConfig:
         attention: ``"linear"`` (the paper's) or ``"softmax"`` (for comparison).
         train_kq: train ``W_KQ`` (default). When ``False`` it is frozen to all ones: every position gets
             attention score 1, so the output is the plain sum of the value vectors.
-        init_scale: standard deviation of the Gaussian initialisation (small, as in the paper: 1e-4).
+        init_scale: standard deviation of the Gaussian initialisation (default 1e-4, small; the official code's rank
+            sweep uses ``d_embed ** -0.5``, i.e. N(0, 1/d)), and the scale of the identity with ``value_init``.
+        value_init: ``"gaussian"`` (default): every matrix starts N(0, init_scale^2). ``"identity"`` (factorized
+            only): ``W_V`` starts at ``init_scale`` times the first ``r`` columns of the ``d x d`` identity (the
+            official main script's ``W_V``), ``W_O`` and ``W_KQ`` stay Gaussian.
         n_seeds: number of independent members trained together.
         seed: member ``i`` is initialised from ``torch.Generator().manual_seed(seed + i)``.
     """
@@ -77,6 +87,7 @@ class OneLayerConfig:
     attention: Attention = "linear"
     train_kq: bool = True
     init_scale: float = 1e-4
+    value_init: ValueInit = "gaussian"
     n_seeds: int = 1
     seed: int = 0
 
@@ -90,8 +101,13 @@ class OneLayerConfig:
             )
         validate.one_of("parameterization", self.parameterization, PARAMETERIZATIONS)
         validate.one_of("attention", self.attention, ATTENTIONS)
-        if not self.init_scale > 0:
-            raise ValueError(f"init_scale must be > 0, got {self.init_scale!r}")
+        validate.positive_number("init_scale", self.init_scale)
+        validate.one_of("value_init", self.value_init, VALUE_INITS)
+        if self.value_init == "identity" and self.parameterization != "factorized":
+            raise ValueError(
+                f"value_init='identity' sets the factorized W_V; parameterization={self.parameterization!r} has no W_V "
+                "(use value_init='gaussian')"
+            )
         validate.seed(self.seed)
         ranks = self.ranks
         if len(ranks) != self.n_seeds:
@@ -145,7 +161,10 @@ class OneLayer(nn.Module):
             mask = torch.stack([(torch.arange(R) < r).float() for r in config.ranks])[:, None, :]  # (S, 1, R)
             self.register_buffer("rank_mask", mask)
             self.W_O = nn.Parameter(init(d, R) * mask)
-            self.W_V = nn.Parameter(init(d, R) * mask)
+            if config.value_init == "identity":
+                self.W_V = nn.Parameter(torch.eye(d, R).expand(S, d, R) * config.init_scale * mask)
+            else:
+                self.W_V = nn.Parameter(init(d, R) * mask)
         else:
             self.W_OV = nn.Parameter(init(d, d))
         if config.train_kq:
@@ -428,7 +447,7 @@ def ov_blocks(ov: Tensor, task: SymbolicTask, order: Tensor | None = None, centr
             so the centred block shows only what matters: which answer value each subject prefers.
     Returns:
         ``{"implications": (n_values, n_subjects), "facts": (n_values, n_subjects)}``; row ``i`` of both
-        blocks belongs to the same rule ``b_i -> c_i``.
+        blocks belongs to the same mapping ``b_i -> c_i`` of a rule.
     """
     order = subject_order(task)[0] if order is None else order
     cols = task.subject_ids[order].to(ov.device)

@@ -17,6 +17,8 @@ def test_constants_are_the_literal_values(minimal):
     assert ocr.GROUPS == get_args(ocr.Group) == minimal.GROUPS
     assert set(ocr.TRAIN_GROUPS) < set(ocr.GROUPS) and len(ocr.TRAIN_GROUPS) == 3
     assert ocr.SPLITS == ("train", "test")
+    assert ocr.RELATION_POSITIONS == get_args(ocr.RelationPosition) == ("fixed", "random")
+    assert ocr.LINKS == get_args(ocr.Link)
     assert tuple(minimal.token_blocks()) == ocr.TOKEN_KINDS
 
 
@@ -74,3 +76,6 @@ def test_layout_lines_fit_the_page():
         "position 15: EOS, where the answer is predicted",
     ]
     assert all(len(line) <= 79 for line in layout.splitlines())
+    paper = ocr.SymbolicConfig(relation_position="random").layout
+    assert "random position after it" in paper and paper != layout
+    assert all(len(line) <= 79 for line in paper.splitlines())

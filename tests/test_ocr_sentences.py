@@ -36,10 +36,23 @@ def test_sentences_deterministic_and_seed_dependent():
     assert a.names != c.names and a.train_subjects != c.train_subjects
 
 
-def test_both_renderings_are_one_task():
-    s = build_symbolic(SymbolicConfig(n_subjects=200, n_facts=40, five_pairs=True, seed=3))
-    t = build_sentences(SentenceConfig(n_subjects=200, values_per_pair=8, train_fraction=0.2, seed=3))
+def test_default_split_counts():
+    t = build_sentences()
+    assert len(t.names) == 200 and [t.pair_of.count(p) for p in range(5)] == [40] * 5
+    assert all(len(values) == 8 for values in t.values)
+    assert len(t.train_subjects) == 40 and sorted(t.train_subjects + t.test_subjects) == list(range(200))
+    for p, values in enumerate(t.values):  # five subjects per fact value, one of which trains
+        for b in values:
+            mine = [i for i in range(200) if t.pair_of[i] == p and t.fact_of[i] == b]
+            assert len(mine) == 5 and len(set(mine) & set(t.train_subjects)) == 1
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_both_renderings_are_one_task(seed):
+    s = build_symbolic(SymbolicConfig(n_subjects=200, n_facts=40, five_pairs=True, seed=seed))
+    t = build_sentences(SentenceConfig(n_subjects=200, values_per_pair=8, train_fraction=0.2, seed=seed))
     assert s.tokens[:200] == t.names and s.train_subjects.tolist() == t.train_subjects
+    assert [s.tokens[i].removesuffix(" (cf)") for i in s.fact_of.tolist()] == t.fact_of
     assert [s.tokens[i].removesuffix(" (cf)") for i in s.implication_of.tolist()] == t.implication_of
 
 

@@ -71,6 +71,74 @@ def test_sample_layout(minimal, group):
     assert torch.equal(y, (minimal.fact_of if fact else minimal.implication_of)[s])
 
 
+# --- the relation token's position: "fixed" (book) or "random" (the official generator) ---------------
+
+
+def _parts(task: SymbolicTask, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Subject position, relation position, subject id and relation id of every row (exactly one each)."""
+    is_subject = x < len(task.subject_ids)
+    is_relation = torch.isin(x, task.relation_ids)
+    assert (is_subject.sum(1) == 1).all() and (is_relation.sum(1) == 1).all()
+    where_s, where_r = is_subject.float().argmax(1), is_relation.float().argmax(1)
+    rows = torch.arange(len(x))
+    return where_s, where_r, x[rows, where_s], x[rows, where_r]
+
+
+@pytest.mark.parametrize("position", ["fixed", "random"])
+@pytest.mark.parametrize("five_pairs", [False, True])
+@pytest.mark.parametrize("group", SymbolicTask.GROUPS)
+def test_layout_of_both_relation_positions(position, five_pairs, group):
+    task = build_symbolic(SymbolicConfig(relation_position=position, five_pairs=five_pairs))
+    x, y = task.sample(group, 400, torch.Generator().manual_seed(3))
+    where_s, where_r, s, r = _parts(task, x)
+    assert (x[:, -1] == task.eos_id).all() and (x[:, :-1] != task.eos_id).all()
+    assert (where_s < where_r).all() and (where_r <= task.config.seq_len - 2).all(), "subject, then relation, then EOS"
+    if position == "fixed":
+        assert (where_r == task.config.seq_len - 2).all()
+    rest = torch.ones_like(x, dtype=torch.bool)
+    rest[torch.arange(len(x)), where_s] = rest[torch.arange(len(x)), where_r] = False
+    rest[:, -1] = False
+    assert torch.isin(x[rest], task.noise_ids).all(), "every other position is noise"
+    fact = group.endswith("facts")
+    assert torch.isin(s, task.subjects_of(group)).all()
+    assert torch.equal(r, (task.fact_relation_of if fact else task.implication_relation_of)[s])
+    assert torch.equal(y, (task.fact_of if fact else task.implication_of)[s])
+
+
+@pytest.mark.parametrize("position", ["fixed", "random"])
+def test_subject_position_is_uniform(position):
+    task = build_symbolic(SymbolicConfig(relation_position=position))
+    x, _ = task.sample("train_facts", 14_000, torch.Generator().manual_seed(0))
+    where_s = _parts(task, x)[0]
+    counts = torch.bincount(where_s, minlength=task.config.seq_len)
+    assert counts[-2:].sum() == 0 and counts[:-2].min() > 0.85 * counts[:-2].float().mean(), counts.tolist()
+
+
+def test_random_relation_position_is_uniform_after_the_subject():
+    task = build_symbolic(SymbolicConfig(relation_position="random", seq_len=8))
+    x, _ = task.sample("train_facts", 60_000, torch.Generator().manual_seed(0))
+    where_s, where_r, _, _ = _parts(task, x)
+    L = task.config.seq_len
+    counts = torch.zeros(L, L)
+    counts.index_put_((where_s, where_r), torch.ones(len(x)), accumulate=True)
+    # subject uniform over its L - 2 positions; given the subject at p, relation uniform over p + 1 .. L - 2
+    per_subject = counts.sum(1)[: L - 2]
+    assert per_subject.min() > 0.9 * per_subject.mean()
+    for p in range(L - 2):
+        allowed = counts[p, p + 1 : L - 1]
+        assert counts[p].sum() == allowed.sum(), "the relation never sits before the subject or on EOS"
+        assert allowed.min() > 0.85 * allowed.mean(), f"subject at {p}: relation positions {allowed.tolist()}"
+
+
+def test_fixed_layout_is_the_default_and_unchanged_by_the_option():
+    assert SymbolicConfig().relation_position == "fixed"
+    a = build_symbolic().train_batch(60, torch.Generator().manual_seed(4))
+    b = build_symbolic(SymbolicConfig(relation_position="fixed")).train_batch(60, torch.Generator().manual_seed(4))
+    c = build_symbolic(SymbolicConfig(relation_position="random")).train_batch(60, torch.Generator().manual_seed(4))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), "the default draws what it drew before the option"
+    assert not (c[0][:, -2:-1] == a[0][:, -2:-1]).all(), "the random layout moves the relation"
+
+
 def test_train_batch_thirds_and_fixed(minimal):
     x, y = minimal.train_batch(62, torch.Generator().manual_seed(0))
     assert x.shape == (62, 16)
@@ -134,6 +202,7 @@ def symbolic_configs(draw):
         seq_len=draw(st.integers(3, 20)),
         n_noise=draw(st.integers(1, 6)),
         five_pairs=five,
+        relation_position=draw(st.sampled_from(["fixed", "random"])),
         seed=draw(st.integers(0, 2**31)),
     )
 
@@ -149,8 +218,8 @@ def test_symbolic_no_leakage(config):
         mine = set((t.fact_of == b).nonzero().flatten().tolist())
         assert len(mine & train) == config.train_per_fact and mine & test
     x, y = t.train_batch(600, torch.Generator().manual_seed(config.seed % 1000))
-    subject = x[:, :-2][x[:, :-2] < config.n_subjects]
-    implication_rows = torch.isin(x[:, -2], t.implication_relation_of)
+    _, _, subject, relation = _parts(t, x)
+    implication_rows = torch.isin(relation, t.implication_relation_of)
     assert not torch.isin(subject[implication_rows], t.test_subjects).any(), "a test implication leaked into training"
     assert (
         torch.isin(y[implication_rows], t.implication_value_ids).all()
@@ -176,6 +245,7 @@ def test_symbolic_no_leakage(config):
         dict(five_pairs=True, n_subjects=4, n_facts=5),
         dict(seed=-1),
         dict(five_pairs=True, n_facts=65, n_subjects=400),
+        dict(relation_position="last"),
     ],
 )
 def test_bad_symbolic_config(kwargs):
@@ -202,6 +272,10 @@ def test_bad_group_and_sizes(minimal):
         (lambda: build_symbolic(SymbolicConfig(train_per_fact=4)), "no test subject"),
         (lambda: SymbolicConfig(seq_len=2), "too short for the layout"),
         (lambda: SymbolicConfig(seq_len=4, n_noise=0), "n_noise"),
+        (
+            lambda: SymbolicConfig(relation_position="last"),
+            r"relation_position must be one of \['fixed', 'random'\], got 'last'",
+        ),
     ],
 )
 def test_bad_input_raises_value_error(make, match):

@@ -4,6 +4,7 @@ import torch
 from lib.onelayer import (
     ATTENTIONS,
     PARAMETERIZATIONS,
+    VALUE_INITS,
     OneLayer,
     OneLayerConfig,
     candidate_accuracy,
@@ -43,6 +44,18 @@ def test_forward_matches_the_one_hot_formula():
             torch.testing.assert_close(logits[s, b], f[:V])
 
 
+@pytest.mark.parametrize("parameterization", ["factorized", "merged"])
+def test_output_ignores_the_order_of_all_but_the_last_token(parameterization):
+    """A bag of tokens seen from the last one: why the relation token's position cannot matter (lib.ocr's layouts)."""
+    model = OneLayer(OneLayerConfig(V, D, parameterization, n_seeds=2, init_scale=0.3))
+    x = tokens(n=8, T=7)
+    shuffled = torch.cat([x[:, :-1][:, torch.randperm(6, generator=torch.Generator().manual_seed(1))], x[:, -1:]], 1)
+    assert not torch.equal(x, shuffled)
+    torch.testing.assert_close(model(shuffled), model(x))
+    moved_last = torch.cat([x[:, 1:], x[:, :1]], 1)  # another token at the query position
+    assert not torch.allclose(model(moved_last), model(x))
+
+
 def test_merge_and_factorize_compute_the_same_function():
     fact = OneLayer(OneLayerConfig(V, D, n_seeds=2, init_scale=0.3))
     merged = merge(fact)
@@ -56,6 +69,26 @@ def test_rank_mask_limits_the_rank_per_member():
     model = OneLayer(OneLayerConfig(V, D, rank=(1, 3, 16), n_seeds=3, init_scale=0.3))
     ranks = torch.linalg.matrix_rank(model.ov(), rtol=1e-5)
     assert ranks.tolist() == [1, 3, 16]
+
+
+def test_value_init_identity_starts_w_v_at_the_scaled_identity():
+    model = OneLayer(OneLayerConfig(V, D, rank=(3, 16), n_seeds=2, init_scale=1e-4, value_init="identity"))
+    expected = torch.eye(D, 16) * 1e-4
+    torch.testing.assert_close(model.W_V[1], expected, rtol=0, atol=0)
+    torch.testing.assert_close(model.W_V[0], expected * (torch.arange(16) < 3), rtol=0, atol=0)  # rank 3: 3 columns
+    assert torch.linalg.matrix_rank(model.ov(), rtol=1e-5).tolist() == [3, 16]
+    # W_O and W_KQ stay Gaussian with std init_scale, one draw per member
+    for W in (model.W_O[1], model.W_KQ[1]):
+        assert 0.7e-4 < float(W.detach().std()) < 1.3e-4
+    assert not torch.equal(model.W_O[0, :, :3], model.W_O[1, :, :3])
+
+
+def test_gaussian_init_scale_sets_the_standard_deviation():
+    d = 128
+    model = OneLayer(OneLayerConfig(V, d, init_scale=d**-0.5))  # the official rank sweep's N(0, 1/d)
+    for W in (model.W_O, model.W_V, model.W_KQ):
+        assert abs(float(W.detach().std()) * d**0.5 - 1) < 0.03
+    assert OneLayerConfig(V, D).value_init == "gaussian" and VALUE_INITS == ("gaussian", "identity")
 
 
 def test_frozen_kq_is_uniform_attention():
@@ -117,6 +150,9 @@ def test_per_seed_batches_keep_the_training_mix_per_member():
         ({"d_embed": V - 1}, "vocab_size"),
         ({"rank": (2, 3)}, "n_seeds"),
         ({"parameterization": "merged", "rank": 4}, "factorized"),
+        ({"value_init": "orthogonal"}, r"value_init must be one of \['gaussian', 'identity'\], got 'orthogonal'"),
+        ({"parameterization": "merged", "value_init": "identity"}, "value_init='identity' sets the factorized W_V"),
+        ({"init_scale": 0.0}, "init_scale must be a finite positive number, got 0.0"),
     ],
 )
 def test_bad_config_raises(kwargs, match):

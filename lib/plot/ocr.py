@@ -290,9 +290,9 @@ def ocr_pair_losses(
     losses: Mapping[str, Array],
     *,
     floors: Array | None = None,
-    title: str = "Test loss on held-out implications, per relation pair",
+    title: str = "Test loss on held-out implications, per rule",
 ) -> Figure:
-    """Grouped bars: one group per relation pair, one bar per parameterization (mean, with seed range).
+    """Grouped bars: one group per rule (relation pair), one bar per parameterization (mean, with seed range).
 
     Args:
         losses: arm -> ``(S, P)`` test losses of ``S`` seeds on ``P`` pairs.
@@ -315,7 +315,7 @@ def ocr_pair_losses(
         )
     if floors is not None:
         f = to_numpy(floors)
-        ax.hlines(f, np.arange(P) - 0.45, np.arange(P) + 0.45, color="grey", ls=":", label="log(values per pair)")
+        ax.hlines(f, np.arange(P) - 0.45, np.arange(P) + 0.45, color="grey", ls=":", label="log(mappings per rule)")
     ax.set_xticks(range(P), [n.replace(" (", "\n(") for n in pair_names], fontsize=8)
     finish_axis(ax, ylabel=_CROSS_ENTROPY, title=title, legend=True)
     return finish_figure(fig)
