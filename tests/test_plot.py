@@ -216,6 +216,19 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ([(SEQ_LOSS, SEQ_LOSS + rand(len(SEQ_LOSS), low=-0.5), f"ablation {i}") for i in range(3)],),
         {"period": 3},
     ),
+    # --- the phase change's signatures on one time axis (chapter 5)
+    (
+        "phase_change_signatures",
+        "with the training loss",
+        (STEPS, {"repeated-token loss": [4.0, 3.5, 1.0, 0.1], "prefix matching": [0.1, 0.2, 0.7, 0.9]}),
+        {
+            "window": WINDOW,
+            "marks": {"repeated-token loss": 20, "prefix matching": 20},
+            "train_loss": rand(40, low=1.0, high=4.0),
+            "train_smooth": [4.0, 3.6, 2.0, 1.5],
+        },
+    ),
+    ("phase_change_signatures", "signatures only", (STEPS, {"flat": [1.0, 1.0, 1.0, 1.0]}), {}),
 ]
 
 

@@ -29,6 +29,7 @@ from lib.plot.induction import (
     loss_by_position_image,
     loss_pca_trajectory,
     phase_change_curves,
+    phase_change_signatures,
 )
 from lib.plot.ocr import (
     ocr_loss_curves,
@@ -63,6 +64,7 @@ __all__ = [
     "attention_before_during_after",
     "loss_along_sequence",
     "circuit_matrices",
+    "phase_change_signatures",
     # smeared keys (chapter 6)
     "arm_loss_curves",
     "smear_sigma_over_training",

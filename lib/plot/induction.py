@@ -333,3 +333,73 @@ def circuit_matrices(
     for ax, (name, m) in zip(axes[0], matrices.items()):
         signed_heatmap(ax, m, title=name, xlabel=(xlabels or {}).get(name, ""), ylabel=(ylabels or {}).get(name, ""))
     return finish_figure(fig, title=title, title_size=11)
+
+
+def phase_change_signatures(
+    steps: Array,
+    signatures: Mapping[str, Array],
+    *,
+    window: Window | None = None,
+    marks: Mapping[str, float] | None = None,
+    train_steps: Array | None = None,
+    train_loss: Array | None = None,
+    train_smooth: Array | None = None,
+    smooth_label: str = "mean of the last 10 steps",
+) -> Figure:
+    """Olsson et al.'s co-occurring signatures of the phase change on one time axis, and the training loss.
+
+    Left: each signature rescaled to the share of its total change covered so far (0 at the first checkpoint,
+    1 at the last), so curves in different units (nats, scores) share one axis; a dotted line in the
+    curve's colour marks its ``marks`` step (e.g. where it covers half its change). Right (when
+    ``train_loss`` is given): the training loss of every step, raw and smoothed.
+
+    Args:
+        steps: ``(K,)`` checkpoint steps. signatures: name -> ``(K,)`` curve (a loss or a score).
+        window: ``(start, end)`` steps of the phase change, shaded in both panels.
+        marks: name -> step to mark for that signature.
+        train_steps, train_loss: ``(n,)`` every training step and its batch loss.
+        train_smooth: ``(K,)`` the training loss averaged up to each checkpoint, drawn at ``steps`` and
+            labelled ``smooth_label``.
+    """
+    panels = 1 if train_loss is None else 2
+    fig, axes = new_figure(panels, 1, width=4.6, height=3.6)
+    ax: Axes = axes[0, 0]
+    x = to_numpy(steps)
+    shade_window(ax, window)
+    colours = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:gray"]
+    for (name, curve), colour in zip(signatures.items(), colours):
+        v = to_numpy(curve)
+        span = v[-1] - v[0]
+        progress = (v - v[0]) / span if span != 0 else np.zeros_like(v)
+        ax.plot(x, progress, color=colour, lw=1.6, label=name)
+        if marks is not None and name in marks:
+            ax.axvline(float(marks[name]), color=colour, ls=":", lw=1.2)
+    ax.axhline(0.5, color="black", lw=0.6, ls="--")
+    finish_axis(
+        ax,
+        xlabel="training step",
+        ylabel="share of its total change",
+        title="Four signatures, one time axis",
+        title_size=10,
+        legend=True,
+        legend_size=7,
+        legend_loc="upper left",
+    )
+    if train_loss is not None:
+        right: Axes = axes[0, 1]
+        shade_window(right, window)
+        t = np.arange(1, len(to_numpy(train_loss)) + 1) if train_steps is None else to_numpy(train_steps)
+        right.plot(t, to_numpy(train_loss), color="lightgray", lw=0.7, label="each step's batch")
+        if train_smooth is not None:
+            right.plot(x, to_numpy(train_smooth), color="black", lw=1.6, label=smooth_label)
+        finish_axis(
+            right,
+            xlabel="training step",
+            ylabel="training loss (nats)",
+            title="The training loss",
+            title_size=10,
+            legend=True,
+            legend_size=7,
+            legend_loc="lower left",
+        )
+    return finish_figure(fig)
