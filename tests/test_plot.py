@@ -229,6 +229,12 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         },
     ),
     ("phase_change_signatures", "signatures only", (STEPS, {"flat": [1.0, 1.0, 1.0, 1.0]}), {}),
+    (
+        "arm_loss_curves",
+        "arms of different lengths",
+        ({"1 layer": STEPS, "2 layers": STEPS[:3]}, {"1 layer": rand(2, 4, high=4.0), "2 layers": rand(2, 3)}),
+        {"threshold": 1.0, "phase_steps": {"2 layers": [10, 20]}, "vocab": 63},
+    ),
 ]
 
 

@@ -39,7 +39,7 @@ def phase_change_curves(
         steps: ``(n,)`` checkpoint steps. repeated, other: ``(n,)`` mean losses (nats).
         window: ``(start, end)`` steps of the phase change, shaded.
         control_repeated: ``(n,)`` the one-layer control's loss on the predictable tokens.
-        vocab: draws the chance level ``log(vocab)``.
+        vocab: the number of tokens a guess is spread over; draws the chance level ``log(vocab)``.
     """
     fig, axes = new_figure(1, 1, width=7.0, height=3.8)
     ax: Axes = axes[0, 0]
@@ -50,7 +50,7 @@ def phase_change_curves(
     if control_repeated is not None:
         ax.plot(x, to_numpy(control_repeated), color="tab:red", ls="--", label="1 layer: repeated tokens")
     if vocab is not None:
-        ax.axhline(np.log(vocab), color="black", lw=0.8, ls=":", label="chance, log(vocab)")
+        ax.axhline(np.log(vocab), color="black", lw=0.8, ls=":", label=f"chance, log {vocab}")
     finish_axis(
         ax,
         xlabel="training step",
@@ -308,7 +308,7 @@ def loss_along_sequence(loss: Array, *, period: int | None = None, vocab: int | 
     ax: Axes = axes[0, 0]
     ax.plot(np.arange(1, len(v) + 1), v, marker="o", ms=3, color="tab:blue", label="loss of predicting this token")
     if vocab is not None:
-        ax.axhline(np.log(vocab), color="black", ls=":", lw=0.8, label="chance, log(vocab)")
+        ax.axhline(np.log(vocab), color="black", ls=":", lw=0.8, label=f"uniform guess, log {vocab}")
     if period is not None:
         ax.axvline(period + 1.5, color="tab:green", ls="--", lw=1, label="current token seen before")
     finish_axis(
