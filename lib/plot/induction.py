@@ -171,7 +171,7 @@ def loss_pca_trajectory(
         ax,
         xlabel=labels[0],
         ylabel=labels[1],
-        title="Per-token-loss PCA: the trajectory turns at the phase change",
+        title="Per-token-loss PCA: each model's path through training",
         title_size=10,
         legend=window is not None or control_coords is not None,
     )
