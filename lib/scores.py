@@ -23,12 +23,13 @@ Why these levels. Chance is ``log(vocab - 1)`` = 4.14 nats (63 content tokens; B
 A model that does not know *which* earlier token comes next stays far above 1 nat: spreading the
 probability evenly over the other tokens of the segment costs ``log(period - 1)``, 2.4 nats on average
 over the training distribution, and the best fixed mix of "copy the token ``d`` back" about 2.3 nats
-(:func:`lib.induction.fixed_offset_share`; chapter 5 computes both). A loss below 1 nat needs
-induction: the one-layer models, which cannot form induction heads, never get there. 3 nats (three
-quarters of chance) is where the slow creep of the plateau gives way to the drop, 0.3 nats (a fourteenth of
-chance) is where the drop is over. Absolute levels, unlike fractions of a run's first and last loss, do
-not depend on how long the run goes on after the drop, and find no phase change in a run that only creeps
-down its plateau (a relative window would find one in the one-layer control too).
+(:func:`lib.induction.best_offset_mix`; chapter 5 computes both). A loss below 1 nat needs induction:
+the one-layer models, which cannot form induction heads, never get there. The window marks the drop itself:
+it opens at the last checkpoint still at 3 nats or more (about three quarters of chance; the models of
+chapters 5 and 6 start their drops from just above it) and closes at the first below 0.3 nats, where the
+drop is over. Absolute levels, unlike fractions of a run's first and last loss, do not depend on how long
+the run goes on after the drop, and find no phase change in a run that only creeps down its plateau (a
+window relative to the run's own first and last loss would find one in the one-layer control too).
 
 **ICL score sign convention (used everywhere in the book):** ``icl_score = loss at a late token -
 loss at an early token``. It is *negative* when the model predicts later tokens better than early
