@@ -1,7 +1,7 @@
 """How fast does the induction-head phase change arrive? The book's set-up vs. a plain loop.
 
-Prints steps/s, and the step and wall time at which the phase change completes (loss on the tokens
-an induction head can predict falls below 1 nat), for
+Prints steps/s, and the step and wall time of the phase change (the book's phase-change step,
+``lib.scores.phase_change_step``: the loss on the tokens an induction head can predict falls below 1 nat), for
 
 - the book: ``lib.induction`` data (a segment of 5-24 distinct tokens repeated until the sequence is
   full), ``lib.train.train``, the chapter's learning rate and batch size;

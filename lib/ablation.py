@@ -14,6 +14,14 @@ attention-weighted values, before ``W_O``); the layer's output bias ``b_O`` is s
 In an attention-only model without LayerNorm, a pattern-preserving ablation subtracts exactly the logit
 terms of every path that starts at the head (:func:`head_path_logits`).
 
+What replaces the head's output (:data:`REPLACEMENTS`):
+
+- **zero** (Olsson et al.'s choice, the default): ``z = 0``. The head's average output goes too, so the
+  residual stream is shifted by a constant that the rest of the model never saw in training;
+- **mean**: ``z`` = its mean over the sequences of the batch, position by position (from the clean run on
+  the same tokens). Only what the head writes *differently for different inputs* is removed; its average
+  contribution, e.g. what it writes while resting on BOS, stays.
+
 Many ablations run in one forward pass: the batch is repeated once per ablation (batch axis = ablations x
 sequences) and the hooks zero a different set of heads in each block. Hooks are removed when a call
 returns or raises.
@@ -21,6 +29,7 @@ returns or raises.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -40,6 +49,10 @@ Kind = Literal["full", "pattern-preserving"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 """The two kinds of ablation (see the module docstring)."""
 
+Replacement = Literal["zero", "mean"]
+REPLACEMENTS: tuple[Replacement, ...] = get_args(Replacement)
+"""What replaces a removed head's output ``z`` (see the module docstring)."""
+
 Hook = Callable[[torch.Tensor, "HookPoint"], torch.Tensor]
 """A transformer_lens forward hook: ``(activation, hook point) -> replacement activation``."""
 
@@ -50,8 +63,26 @@ def all_heads(model: TransformerBridge) -> list[Head]:
 
 
 def head_name(head: Head) -> str:
-    """``(1, 3)`` -> ``"L1H3"``."""
-    return f"L{head[0]}H{head[1]}"
+    """``(1, 3)`` -> ``"L1H3"``: the name of a head everywhere in the book (tables, figures, widgets)."""
+    if not (isinstance(head, (tuple, list)) and len(head) == 2):
+        raise ValueError(f"a head must be a (layer, head) pair, got {head!r}")
+    layer = validate.non_negative_int("layer", head[0])
+    return f"L{layer}H{validate.non_negative_int('head', head[1])}"
+
+
+def parse_head_name(name: str) -> Head:
+    """``"L1H3"`` -> ``(1, 3)``, the inverse of :func:`head_name`.
+
+    Raises:
+        ValueError: ``name`` is not ``"L<layer>H<head>"`` with two non-negative integers.
+    """
+    match = _HEAD_NAME.fullmatch(name) if isinstance(name, str) else None
+    if match is None:
+        raise ValueError(f"name must look like 'L1H3' (L<layer>H<head>), got {name!r}")
+    return int(match[1]), int(match[2])
+
+
+_HEAD_NAME = re.compile(r"L(\d+)H(\d+)")
 
 
 def check_heads(model: TransformerBridge, heads: Iterable[Head]) -> tuple[Head, ...]:
@@ -89,13 +120,31 @@ def hooks_on(model: TransformerBridge) -> int:
 
 def recorded_patterns(model: TransformerBridge, tokens: torch.Tensor) -> list[torch.Tensor]:
     """The clean run's attention patterns, one ``(batch, n_heads, query, key)`` tensor per layer."""
-    names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(model.cfg.n_layers)]
+    return _record(model, tokens, "hook_pattern")
+
+
+def mean_outputs(model: TransformerBridge, tokens: torch.Tensor) -> list[torch.Tensor]:
+    """Every head's output ``z`` in the clean run, averaged over the sequences: what a mean ablation puts back.
+
+    Returns:
+        one ``(seq, n_heads, d_head)`` tensor per layer (the mean over the batch of ``hook_z``).
+    """
+    return [z.mean(dim=0) for z in _record(model, tokens, "hook_z")]
+
+
+def _record(model: TransformerBridge, tokens: torch.Tensor, hook: str) -> list[torch.Tensor]:
+    """``blocks.{layer}.attn.{hook}`` of the clean run, one tensor per layer."""
+    names = [f"blocks.{layer}.attn.{hook}" for layer in range(model.cfg.n_layers)]
     _, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
     return [cache[name] for name in names]
 
 
 def ablated_logits(
-    model: TransformerBridge, tokens: torch.Tensor, ablations: Sequence[Iterable[Head]], kind: Kind = "full"
+    model: TransformerBridge,
+    tokens: torch.Tensor,
+    ablations: Sequence[Iterable[Head]],
+    kind: Kind = "full",
+    replacement: Replacement = "zero",
 ) -> torch.Tensor:
     """Logits with each set of heads in ``ablations`` removed, all in one forward pass.
 
@@ -103,11 +152,14 @@ def ablated_logits(
         tokens: ``(batch, seq) int64``.
         ablations: ``n`` sets of heads; each set is removed together (an empty set = the clean model).
         kind: ``"full"`` or ``"pattern-preserving"`` (see the module docstring).
+        replacement: ``"zero"`` or ``"mean"``: what the removed heads' ``z`` becomes (:func:`mean_outputs`
+            of ``tokens`` for ``"mean"``).
 
     Returns:
         ``(n, batch, seq, vocab)``, computed under ``torch.inference_mode``.
     """
     validate.one_of("kind", kind, KINDS)
+    validate.one_of("replacement", replacement, REPLACEMENTS)
     _check_tokens(tokens)
     sets = [check_heads(model, heads) for heads in ablations]
     if not sets:
@@ -120,11 +172,14 @@ def ablated_logits(
         for layer, head in heads:
             keep[i, layer, head] = 0.0
 
-    def zero_heads(layer: int) -> Hook:
+    def remove_heads(layer: int, mean: torch.Tensor | None) -> Hook:
         scale = keep[:, layer, None, None, :, None]  # (n, 1, 1, heads, 1)
 
         def hook(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:  # z: (n * batch, seq, heads, d_head)
-            return (z.view(n, batch, *z.shape[1:]) * scale.to(z.dtype)).view(z.shape)
+            kept = z.view(n, batch, *z.shape[1:]) * scale.to(z.dtype)
+            if mean is not None:  # (seq, heads, d_head), broadcast over ablations and sequences
+                kept = kept + (1 - scale.to(z.dtype)) * mean.to(z.dtype)
+            return kept.view(z.shape)
 
         return hook
 
@@ -136,12 +191,13 @@ def ablated_logits(
 
         return hook
 
-    hooks = [
-        (f"blocks.{layer}.attn.hook_z", zero_heads(layer))
-        for layer in range(cfg.n_layers)
-        if (keep[:, layer] == 0).any()
-    ]
     with torch.inference_mode():
+        means = mean_outputs(model, tokens) if replacement == "mean" else [None] * cfg.n_layers
+        hooks = [
+            (f"blocks.{layer}.attn.hook_z", remove_heads(layer, means[layer]))
+            for layer in range(cfg.n_layers)
+            if (keep[:, layer] == 0).any()
+        ]
         if kind == "pattern-preserving":
             hooks += [
                 (f"blocks.{layer}.attn.hook_pattern", force_pattern(p))
@@ -158,10 +214,12 @@ def ablated_losses(
     ablations: Sequence[Iterable[Head]],
     kind: Kind = "full",
     max_rows: int = 4096,
+    replacement: Replacement = "zero",
 ) -> torch.Tensor:
     """Per-token loss with each set of heads in ``ablations`` removed.
 
-    Runs :func:`ablated_logits` on as many ablations at once as fit in ``max_rows`` sequences per pass.
+    Runs :func:`ablated_logits` on as many ablations at once as fit in ``max_rows`` sequences per pass
+    (``replacement``: what the removed heads' output becomes, as there).
 
     Returns:
         ``(n_ablations, batch, seq - 1)``, the convention of :func:`lib.scores.per_token_loss`.
@@ -174,21 +232,25 @@ def ablated_losses(
     per_pass = max(1, max_rows // tokens.shape[0])
     with torch.inference_mode():
         chunks = [
-            next_token_loss(ablated_logits(model, tokens, sets[i : i + per_pass], kind), tokens)
+            next_token_loss(ablated_logits(model, tokens, sets[i : i + per_pass], kind, replacement), tokens)
             for i in range(0, len(sets), per_pass)
         ]
     return torch.cat(chunks)
 
 
 def ablated_loss(
-    model: TransformerBridge, tokens: torch.Tensor, heads: Iterable[Head] = (), kind: Kind = "full"
+    model: TransformerBridge,
+    tokens: torch.Tensor,
+    heads: Iterable[Head] = (),
+    kind: Kind = "full",
+    replacement: Replacement = "zero",
 ) -> torch.Tensor:
     """Per-token loss with ``heads`` removed together; ``heads=()`` gives the clean loss.
 
     Returns:
         ``(batch, seq - 1)``.
     """
-    return ablated_losses(model, tokens, [list(heads)], kind)[0]
+    return ablated_losses(model, tokens, [list(heads)], kind, replacement=replacement)[0]
 
 
 def each_head(model: TransformerBridge) -> list[list[Head]]:

@@ -5,11 +5,33 @@ Head scores follow Olsson et al. (2022); each is a number per head, computed on 
 - **prefix matching**: on a random segment repeated several times after a BOS token, the attention a
   head pays, from each token, to the tokens that *followed earlier occurrences* of that token (1 = all
   of it, 0 = none);
-- **copying**: whether the head's direct path from a token's embedding to the logits (``W_E W_V W_O
-  W_U``, the OV circuit) raises the logit of that same token; in ``[-1, 1]``, positive = copies;
+- **copying** (the book's weight-path variant; Olsson et al.'s own reads the head's output on a run, see
+  :func:`lib.circuits.olsson_copying_score`): whether the head's direct path from a token's embedding to the
+  logits (``W_E W_V W_O W_U``, the OV circuit) raises the logit of that same token; in ``[-1, 1]``;
 - **previous token**: the attention a head pays from each position to the one just before it.
 
-An *induction head* has high prefix matching (>= 0.75 here) and positive copying.
+An *induction head* has high prefix matching (>= 0.75 here) and copying far above random heads'
+(>= :data:`COPYING_THRESHOLD`; about half of random heads have positive copying).
+
+**The phase change (one definition for the whole book)** is read off the loss on repeated tokens (the
+predictions an induction head can make, :func:`lib.induction.repeat_mask`), measured at checkpoints:
+
+- it *happens* at the first checkpoint whose loss is below :data:`PHASE_CHANGE_LOSS`, 1 nat: the
+  *phase-change step* (:func:`phase_change_step`);
+- it *spans* the fall of that loss from 3 nats to 0.3 nats around that step (:data:`PHASE_CHANGE_BAND`):
+  the *phase-change window* (:func:`phase_change_window`).
+
+Why these levels. Chance is ``log(vocab - 1)`` = 4.14 nats (63 content tokens; BOS is never a target).
+A model that does not know *which* earlier token comes next stays far above 1 nat: spreading the
+probability evenly over the other tokens of the segment costs ``log(period - 1)``, 2.4 nats on average
+over the training distribution, and the best fixed mix of "copy the token ``d`` back" about 2.3 nats
+(:func:`lib.induction.best_offset_mix`; chapter 5 computes both). A loss below 1 nat needs induction:
+the one-layer models, which cannot form induction heads, never get there. The window marks the drop itself:
+it opens at the last checkpoint still at 3 nats or more (about three quarters of chance; the models of
+chapters 5 and 6 start their drops from just above it) and closes at the first below 0.3 nats, where the
+drop is over. Absolute levels, unlike fractions of a run's first and last loss, do not depend on how long
+the run goes on after the drop, and find no phase change in a run that only creeps down its plateau (a
+window relative to the run's own first and last loss would find one in the one-layer control too).
 
 **ICL score sign convention (used everywhere in the book):** ``icl_score = loss at a late token -
 loss at an early token``. It is *negative* when the model predicts later tokens better than early
@@ -50,7 +72,11 @@ SCORE_NAMES: tuple[ScoreName, ...] = get_args(ScoreName)
 """The head scores of :func:`head_scores`, in the order the book shows them."""
 
 PHASE_CHANGE_LOSS = 1.0
-"""The phase change is complete at the first checkpoint whose loss on repeated tokens is below this (nats)."""
+"""The phase change happens at the first checkpoint whose loss on repeated tokens is below this (nats)."""
+
+PHASE_CHANGE_BAND = (3.0, 0.3)
+"""``(upper, lower)`` nats: the phase-change window spans the fall of the loss on repeated tokens from
+``upper`` to ``lower`` around the phase-change step (see the module docstring)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,12 +312,21 @@ def head_scores(
 
 
 def is_induction_head(
-    prefix_matching: torch.Tensor, copying: torch.Tensor, threshold: float = INDUCTION_THRESHOLD
+    prefix_matching: torch.Tensor,
+    copying: torch.Tensor,
+    threshold: float = INDUCTION_THRESHOLD,
+    copying_threshold: float = COPYING_THRESHOLD,
 ) -> torch.Tensor:
-    """The classifier: prefix matching ``>= threshold`` and copying ``> 0`` (element-wise ``bool``)."""
+    """The classifier: prefix matching ``>= threshold`` and copying ``>= copying_threshold`` (element-wise ``bool``).
+
+    ``copying_threshold`` defaults to :data:`COPYING_THRESHOLD`, five standard deviations above the copying score of
+    random heads, where ``copying > 0`` would accept about half of them.
+    """
     if not 0 < threshold <= 1:
         raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
-    return (prefix_matching >= threshold) & (copying > 0)
+    if not 0 < copying_threshold <= 1:
+        raise ValueError(f"copying_threshold must be in (0, 1], got {copying_threshold!r}")
+    return (prefix_matching >= threshold) & (copying >= copying_threshold)
 
 
 def induction_heads(
@@ -311,10 +346,7 @@ def induction_heads(
     Returns:
         ``[(layer, head), ...]``.
     """
-    if not 0 < copying_threshold <= 1:
-        raise ValueError(f"copying_threshold must be in (0, 1], got {copying_threshold!r}")
-    found = is_induction_head(scores["prefix matching"], scores["copying"], threshold)
-    found = found & (scores["copying"] >= copying_threshold)
+    found = is_induction_head(scores["prefix matching"], scores["copying"], threshold, copying_threshold)
     if found.ndim != 2:
         raise ValueError(f"scores must be (n_layers, n_heads), got shape {tuple(found.shape)}")
     return [(layer, head) for layer, head in found.nonzero().tolist()]
@@ -353,6 +385,26 @@ def over_checkpoints(
     return chosen, results
 
 
+def one_token_per_sequence(loss: torch.Tensor, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss of one random position per sequence, the same position at every checkpoint (Olsson et al.'s
+    sample for the per-token-loss PCA: one token from each of many sequences, so the tokens are independent).
+
+    Args:
+        loss: ``(..., batch, seq - 1)`` per-token loss, e.g. stacked over checkpoints.
+        seed: seeds the choice of positions.
+
+    Returns:
+        ``(picked (..., batch), positions (batch,) int64)``.
+    """
+    if loss.ndim < 2:
+        raise ValueError(f"loss must be (..., batch, seq - 1), got shape {tuple(loss.shape)}")
+    batch, n = loss.shape[-2:]
+    generator = torch.Generator().manual_seed(validate.seed(seed))
+    positions = torch.randint(0, n, (batch,), generator=generator).to(loss.device)
+    picked = loss.gather(-1, positions.view(batch, 1).expand(*loss.shape[:-1], 1))[..., 0]
+    return picked, positions
+
+
 def pca(matrix: torch.Tensor, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     """Project the rows of ``matrix`` onto its top ``k`` principal components.
 
@@ -373,40 +425,12 @@ def pca(matrix: torch.Tensor, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     return (u[:, :k] * s[:k]).float(), explained[:k].float()
 
 
-def phase_change_window(
-    steps: Iterable[int], loss: Iterable[float] | torch.Tensor, upper: float = 0.75, lower: float = 0.1
-) -> tuple[int, int]:
-    """The steps where a loss curve makes its big drop.
-
-    With ``L0`` the first and ``Lf`` the last value, the window starts at the last step whose loss is
-    still above ``Lf + upper * (L0 - Lf)`` and ends at the first later step whose loss is below
-    ``Lf + lower * (L0 - Lf)``.
-
-    Args:
-        steps: ``(n,)`` increasing checkpoint steps. loss: ``(n,)`` e.g. the loss on repeated tokens.
-
-    Raises:
-        ValueError: the curve does not fall (``L0 <= Lf``), or the fractions are not ``0 < lower < upper < 1``.
-    """
-    at, values = _curve(steps, loss, minimum=2)
-    validate.fraction("lower", lower)
-    validate.fraction("upper", upper)
-    if not lower < upper:
-        raise ValueError(f"need 0 < lower < upper < 1, got lower={lower!r}, upper={upper!r}")
-    first, last = values[0], values[-1]
-    if not first > last:
-        raise ValueError(f"the loss does not fall ({first:.3f} -> {last:.3f}): no phase change to locate")
-    hi = last + upper * (first - last)
-    lo = last + lower * (first - last)
-    end_index = next(i for i, v in enumerate(values) if v <= lo)
-    start_index = max([i for i in range(end_index + 1) if values[i] >= hi], default=0)
-    return at[start_index], at[end_index]
-
-
 def phase_change_step(
     steps: Iterable[int], repeated_loss: Iterable[float] | torch.Tensor, threshold: float = PHASE_CHANGE_LOSS
 ) -> int | None:
-    """The first checkpoint step whose loss on repeated tokens is below ``threshold``; ``None`` if none is.
+    """The phase-change step: the first checkpoint whose loss on repeated tokens is below ``threshold``.
+
+    ``None`` if no checkpoint is (the run has no phase change). See the module docstring for the definition.
 
     Args:
         steps: ``(K,)`` increasing checkpoint steps. repeated_loss: ``(K,)`` loss on repeated tokens
@@ -416,6 +440,106 @@ def phase_change_step(
     if not threshold > 0:
         raise ValueError(f"threshold must be a positive loss in nats, got {threshold!r}")
     return next((step for step, value in zip(at, values) if value < threshold), None)
+
+
+def phase_change_window(
+    steps: Iterable[int], repeated_loss: Iterable[float] | torch.Tensor, band: tuple[float, float] = PHASE_CHANGE_BAND
+) -> tuple[int, int]:
+    """The phase-change window: the checkpoints over which the loss on repeated tokens makes its big drop.
+
+    With ``band = (upper, lower)``: the window starts at the last checkpoint before the phase-change step
+    (:func:`phase_change_step`) whose loss is still ``>= upper`` (the first checkpoint if none is), and ends
+    at the first checkpoint from that step on whose loss is ``< lower`` (the last checkpoint if none is
+    yet). The phase-change step lies inside it.
+
+    Args:
+        steps: ``(K,)`` increasing checkpoint steps. repeated_loss: ``(K,)`` loss on repeated tokens.
+        band: ``(upper, lower)`` nats with ``upper > PHASE_CHANGE_LOSS > lower > 0``.
+
+    Raises:
+        ValueError: the run has no phase change (the loss never falls below :data:`PHASE_CHANGE_LOSS`).
+    """
+    at, values = _curve(steps, repeated_loss, minimum=2)
+    upper, lower = band
+    if not upper > PHASE_CHANGE_LOSS > lower > 0:
+        raise ValueError(f"band must be (upper, lower) with upper > {PHASE_CHANGE_LOSS} > lower > 0, got {band!r}")
+    step = phase_change_step(at, values)
+    if step is None:
+        raise ValueError(
+            f"the loss never falls below {PHASE_CHANGE_LOSS} nat (lowest {min(values):.3f}): no phase change to locate"
+        )
+    i = at.index(step)
+    start = max((j for j in range(i) if values[j] >= upper), default=0)
+    end = next((j for j in range(i, len(at)) if values[j] < lower), len(at) - 1)
+    return at[start], at[end]
+
+
+def half_change_step(steps: Iterable[int], values: Iterable[float] | torch.Tensor) -> int:
+    """The first checkpoint at which a curve has covered half of its change from its first to its last value.
+
+    Dates each signature of the phase change (a loss falling, a score rising) on one time axis.
+
+    Args:
+        steps: ``(K,)`` increasing checkpoint steps. values: ``(K,)`` the curve at those steps.
+
+    Raises:
+        ValueError: the curve ends where it started (no change to date).
+    """
+    at, v = _curve(steps, values, minimum=2)
+    first, last = v[0], v[-1]
+    if first == last:
+        raise ValueError(f"the curve ends where it started ({first!r}): no change to date")
+    half = (first + last) / 2
+    return next(s for s, x in zip(at, v) if (x - half) * (last - first) >= 0)
+
+
+def mean_before(steps: Iterable[int], per_step: torch.Tensor, span: int) -> torch.Tensor:
+    """A per-step curve (e.g. the training loss) averaged over the ``span`` steps up to each checkpoint.
+
+    Args:
+        steps: ``(K,)`` checkpoint steps (0 = before training). per_step: ``(n_steps,)`` with entry ``t``
+            measured at step ``t + 1`` (as :attr:`lib.train.History.loss`). span: how many steps to average.
+
+    Returns:
+        ``(K,)``: at checkpoint ``s``, the mean of entries ``max(s, 1) - span .. max(s, 1) - 1`` (clipped at 0),
+        so step 0 takes the first step's loss, the loss of the initial weights.
+    """
+    validate.positive_int("span", span)
+    if per_step.ndim != 1 or per_step.numel() == 0:
+        raise ValueError(f"per_step must be a non-empty 1-D tensor, got shape {tuple(per_step.shape)}")
+    out = []
+    for step in steps:
+        validate.index("a checkpoint step", step, per_step.numel() + 1, f"steps 0 .. {per_step.numel()}")
+        last = max(int(step), 1)
+        out.append(per_step[max(0, last - span) : last].float().mean())
+    return torch.stack(out)
+
+
+def turning_angle(coords: torch.Tensor, lag: int = 1) -> torch.Tensor:
+    """How sharply a trajectory turns at each point: the angle between the stretch in and the stretch out.
+
+    Args:
+        coords: ``(K, k)`` points of a trajectory, e.g. PCA coordinates per checkpoint (:func:`pca`).
+        lag: each stretch spans ``lag`` points (larger = less sensitive to noise).
+
+    Returns:
+        ``(K,)`` degrees: at point ``i``, the angle between ``coords[i] - coords[i - lag]`` and
+        ``coords[i + lag] - coords[i]`` (0 = straight on, 90 = a right angle, 180 = straight back);
+        NaN within ``lag`` of either end and where the trajectory stands still.
+    """
+    if coords.ndim != 2:
+        raise ValueError(f"coords must be (K, k), got shape {tuple(coords.shape)}")
+    validate.positive_int("lag", lag)
+    c = coords.double()
+    angle = torch.full((c.shape[0],), float("nan"), dtype=torch.float64)
+    if c.shape[0] > 2 * lag:
+        before = c[lag:-lag] - c[: -2 * lag]
+        after = c[2 * lag :] - c[lag:-lag]
+        norms = before.norm(dim=1) * after.norm(dim=1)
+        cos = (before * after).sum(dim=1) / norms
+        inner = torch.rad2deg(torch.arccos(cos.clamp(-1, 1)))
+        angle[lag:-lag] = torch.where(norms > 0, inner, torch.nan)
+    return angle.float()
 
 
 def window_middle(steps: Iterable[int], window: tuple[int, int]) -> int:

@@ -14,7 +14,7 @@ import torch
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from lib import plot
+from lib import ablation, plot
 from lib.plot._common import Array, head_names
 
 
@@ -85,7 +85,7 @@ def attention_explorer(
     }
 
     def draw(step: int, head: str) -> Figure:
-        layer, h = int(head[1 : head.index("H")]), int(head[head.index("H") + 1 :])
+        layer, h = ablation.parse_head_name(head)
         return plot.attention_pattern(patterns[steps.index(step), layer, h], tokens, title=f"{head} at step {step}")
 
     return figure_explorer(draw, controls)

@@ -174,3 +174,56 @@ def test_smeared_model_keeps_its_permanent_hook(tokens):
     assert not torch.allclose(with_smear, without), "the smear must still act after the ablation hooks are gone"
     one_layer = [ab.ablated_loss(smeared, tokens, [(0, 1)], kind) for kind in ab.KINDS]
     assert torch.equal(*one_layer), "one layer: nothing downstream has a pattern to change"
+
+
+def test_replacements():
+    assert ab.REPLACEMENTS == get_args(ab.Replacement) == ("zero", "mean")
+    with pytest.raises(ValueError, match="replacement must be one of"):
+        ab.ablated_logits(ind.make_model(CONFIG, seed=3), torch.zeros(1, 5, dtype=torch.int64), [[]], "full", "none")
+
+
+@pytest.mark.parametrize("kind", ab.KINDS)
+def test_mean_ablation_on_identical_sequences_changes_nothing(model, tokens, kind):
+    """On a batch of one sequence repeated, each head's output equals its mean over the batch."""
+    same = tokens[:1].repeat(4, 1)
+    clean = ab.ablated_loss(model, same, [], kind)
+    for heads in ([(0, 1)], [(1, 2)], ab.all_heads(model)):
+        mean = ab.ablated_loss(model, same, heads, kind, "mean")
+        assert torch.allclose(mean, clean, atol=1e-5)
+        assert not torch.allclose(ab.ablated_loss(model, same, heads, kind, "zero"), clean, atol=1e-3)
+
+
+def test_mean_ablation_puts_back_the_mean_output(model, tokens):
+    """Mean ablation = a hook that sets the head's z to its clean mean over the batch, position by position."""
+    layer, head = 0, 2
+    with torch.inference_mode():
+        _, cache = model.run_with_cache(tokens, names_filter=lambda name: name == f"blocks.{layer}.attn.hook_z")
+        mean = cache[f"blocks.{layer}.attn.hook_z"][:, :, head].mean(dim=0)  # (seq, d_head)
+        assert torch.allclose(ab.mean_outputs(model, tokens)[layer][:, head], mean, atol=1e-6)
+
+        def put_back(z, hook):
+            z = z.clone()
+            z[:, :, head] = mean
+            return z
+
+        with model.hooks(fwd_hooks=[(f"blocks.{layer}.attn.hook_z", put_back)]):
+            expected = per_token_loss(model, tokens)
+    got = ab.ablated_losses(model, tokens, [[(layer, head)], []], "full", replacement="mean")
+    assert torch.allclose(got[0], expected, atol=1e-6)
+    assert torch.equal(got[1], ab.ablated_loss(model, tokens)), "the clean row stays clean"
+    full, kept = (ab.ablated_loss(model, tokens, [(1, 0)], kind, "mean") for kind in ab.KINDS)
+    assert torch.equal(full, kept), "in the last layer the two kinds agree for mean ablation too"
+    assert ab.hooks_on(model) == 0
+
+
+def test_head_names_round_trip():
+    assert ab.head_name((1, 2)) == "L1H2" and ab.head_name([10, 0]) == "L10H0"
+    assert ab.parse_head_name("L1H2") == (1, 2) and ab.parse_head_name("L10H11") == (10, 11)
+    for head in [(0, 0), (3, 7), (12, 5)]:
+        assert ab.parse_head_name(ab.head_name(head)) == head
+    for bad in ["L1", "H1L2", "l1h2", "L-1H2", "L1H2 ", "", 12]:
+        with pytest.raises(ValueError, match="L<layer>H<head>"):
+            ab.parse_head_name(bad)
+    for bad in [(1,), (1, -1), (1.0, 2), "L1H2"]:
+        with pytest.raises(ValueError):
+            ab.head_name(bad)

@@ -48,14 +48,55 @@ def test_repeat_mask_marks_exactly_the_induction_predictable_tokens():
 
 def test_prefix_matching_tokens():
     config = ind.InductionConfig()
-    tokens = ind.prefix_matching_tokens(8, ind.seeded_generator(0), config)
-    n = config.prefix_segment
-    assert tokens.shape == (8, 1 + n * config.prefix_repeats)
+    tokens = ind.prefix_matching_tokens(256, ind.seeded_generator(0), config)
+    assert tokens.shape == (256, config.seq_len)
     assert (tokens[:, 0] == ind.BOS).all()
-    for row in tokens:
+    period = ind.repeat_period(tokens)
+    shortest, longest = config.prefix_periods
+    assert (shortest, longest) == (5, 12)
+    assert set(period.tolist()) == set(range(shortest, longest + 1)), "every segment length occurs"
+    for row, n in zip(tokens, period.tolist()):
         segment = row[1 : 1 + n]
         assert len(set(segment.tolist())) == n
-        assert torch.equal(row[1:], segment.repeat(config.prefix_repeats))
+        assert torch.equal(row[1:], segment.repeat(config.seq_len)[: config.seq_len - 1])
+        assert (config.seq_len - 1) // n >= config.prefix_repeats, "the segment appears at least prefix_repeats times"
+    small = ind.InductionConfig(seq_len=17, max_repeat=8, prefix_segment=4)
+    assert small.prefix_periods == (4, 4), "the shortest segment is capped at the longest"
+
+
+def test_repeat_period_reads_the_segment_length():
+    tokens, period = ind.repeated_sequences(64, ind.seeded_generator(1))
+    assert torch.equal(ind.repeat_period(tokens), period)
+    with pytest.raises(ValueError, match="repeat its first content token"):
+        ind.repeat_period(torch.tensor([[0, 1, 2, 3]]))
+    with pytest.raises(ValueError, match="seq >= 3"):
+        ind.repeat_period(torch.tensor([0, 1, 1]))
+
+
+def test_fixed_offset_share_is_right_when_the_period_divides_offset_plus_one():
+    config = ind.InductionConfig()
+    tokens, period = ind.repeated_sequences(256, ind.seeded_generator(0), config)
+    mask = ind.repeat_mask(period, config)
+    share = ind.fixed_offset_share(tokens, mask)
+    assert share.shape == (config.seq_len - 1,)
+    # by brute force: the token d back from p is the answer iff the period divides d + 1 (and p - d >= 1)
+    for d in (0, 4, 9, 11, 23, 40):
+        right = [
+            (p - d >= 1 and (d + 1) % int(period[b]) == 0)
+            for b in range(256)
+            for p in range(config.seq_len - 1)
+            if mask[b, p]
+        ]
+        assert share[d].item() == pytest.approx(sum(right) / len(right))
+    assert share[0].item() == 0.0, "the current token is never the next one"
+    assert share.max().item() < 0.25, "no fixed offset solves the task"
+    one_period = ind.repeated_sequences(8, ind.seeded_generator(0), replace(config, min_repeat=7, max_repeat=7))[0]
+    one_mask = ind.repeat_mask(torch.full((8,), 7), config)
+    assert ind.fixed_offset_share(one_period, one_mask)[6].item() == 1.0, "with one period, offset period - 1 wins"
+    with pytest.raises(ValueError, match="bool mask"):
+        ind.fixed_offset_share(tokens, mask.float())
+    with pytest.raises(ValueError, match="no prediction"):
+        ind.fixed_offset_share(tokens, torch.zeros_like(mask))
 
 
 @pytest.mark.parametrize(
@@ -204,3 +245,35 @@ def test_eval_sets_are_fixed_and_drawn_in_chapter_order():
     assert torch.equal(sets.copy_tokens, torch.randint(1, config.vocab, (25,), generator=g))
     again = ind.eval_sets(config, "cpu", n=16)
     assert all(torch.equal(a, b) for a, b in zip(sets, again))
+
+
+def test_every_period_gives_one_sequence_per_period():
+    config = ind.InductionConfig()
+    tokens, period = ind.every_period(config)
+    assert period.tolist() == list(range(config.min_repeat, config.max_repeat + 1))
+    assert torch.equal(ind.repeat_period(tokens), period)
+    assert tokens.shape == (len(period), config.seq_len)
+
+
+def test_best_offset_mix():
+    config = ind.InductionConfig()
+    # one period: the distance period - 1 is always right, so the mix learns to put everything there
+    one = replace(config, min_repeat=7, max_repeat=7)
+    tokens, period = ind.every_period(one)
+    scores, loss = ind.best_offset_mix(tokens, ind.repeat_mask(period, one), steps=300)
+    assert loss.shape == (301,) and loss[-1] < 0.05 and int(scores.argmax()) in (6, 13, 20, 27, 34, 41)
+    # all periods: a position-only head stays far from solving the task, and better than its start
+    tokens, period = ind.every_period(config)
+    mask = ind.repeat_mask(period, config)
+    scores, loss = ind.best_offset_mix(tokens, mask, steps=100)
+    # all-equal scores attend evenly to positions 0 .. p: the right token holds (its copies) / (p + 1)
+    uniform = [
+        -math.log((tokens[b, : p + 1] == tokens[b, p + 1]).sum().item() / (p + 1))
+        for b in range(len(period))
+        for p in range(config.seq_len - 1)
+        if mask[b, p]
+    ]
+    assert loss[0].item() == pytest.approx(sum(uniform) / len(uniform), rel=1e-5)
+    assert 2.0 < loss[-1] < loss[0]
+    with pytest.raises(ValueError, match="steps"):
+        ind.best_offset_mix(tokens, mask, steps=0)

@@ -144,6 +144,7 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
                 "hand-built": {"prefix matching": rand(2, 2), "copying": rand(2, 2, low=-1)},
             },
             0.75,
+            0.5,
         ),
         {},
     ),
@@ -228,6 +229,25 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
             [1, 0.577, 1, 0.816],
         ),
         {"title": "grid"},
+    ),
+    # --- the phase change's signatures on one time axis (chapter 5)
+    (
+        "phase_change_signatures",
+        "with the training loss",
+        (STEPS, {"repeated-token loss": [4.0, 3.5, 1.0, 0.1], "prefix matching": [0.1, 0.2, 0.7, 0.9]}),
+        {
+            "window": WINDOW,
+            "marks": {"repeated-token loss": 20, "prefix matching": 20},
+            "train_loss": rand(40, low=1.0, high=4.0),
+            "train_smooth": [4.0, 3.6, 2.0, 1.5],
+        },
+    ),
+    ("phase_change_signatures", "signatures only", (STEPS, {"flat": [1.0, 1.0, 1.0, 1.0]}), {}),
+    (
+        "arm_loss_curves",
+        "arms of different lengths",
+        ({"1 layer": STEPS, "2 layers": STEPS[:3]}, {"1 layer": rand(2, 4, high=4.0), "2 layers": rand(2, 3)}),
+        {"threshold": 1.0, "phase_steps": {"2 layers": [10, 20]}, "vocab": 63},
     ),
 ]
 

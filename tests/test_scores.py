@@ -101,15 +101,21 @@ def test_masked_mean_matches_indexing_each_loss_matrix():
 
 def test_phase_change_window():
     steps = list(range(0, 110, 10))
-    loss = [4.0, 3.9, 3.8, 3.7, 3.6, 2.0, 0.6, 0.3, 0.1, 0.0, 0.0]
-    assert sc.phase_change_window(steps, loss) == (40, 70)
-    assert sc.phase_change_window(steps, torch.tensor(loss)) == (40, 70)
-    with pytest.raises(ValueError, match="does not fall"):
-        sc.phase_change_window(steps, [1.0] * 11)
-    with pytest.raises(ValueError, match="lower < upper"):
-        sc.phase_change_window(steps, loss, upper=0.1, lower=0.5)
-    with pytest.raises(ValueError, match="upper must be a number strictly between 0 and 1"):
-        sc.phase_change_window(steps, loss, upper=1.0)
+    loss = [4.0, 3.9, 3.5, 3.1, 2.9, 2.0, 0.6, 0.35, 0.1, 0.0, 0.0]
+    # the last checkpoint >= 3 nats before the step below 1 nat (60), to the first below 0.3 nats
+    assert sc.phase_change_window(steps, loss) == (30, 80)
+    assert sc.phase_change_window(steps, torch.tensor(loss)) == (30, 80)
+    assert sc.phase_change_step(steps, loss) == 60
+    # absolute levels: what happens after the drop does not move the window
+    assert sc.phase_change_window(steps + [110, 120], loss + [0.0, 0.0]) == (30, 80)
+    # a run that ends before the loss is below 0.3 nats: the window closes at the last checkpoint
+    assert sc.phase_change_window(steps[:8], loss[:8]) == (30, 70)
+    # no checkpoint above 3 nats before the step: the window opens at the first checkpoint
+    assert sc.phase_change_window([0, 10, 20], [2.5, 0.9, 0.2]) == (0, 20)
+    with pytest.raises(ValueError, match="no phase change"):
+        sc.phase_change_window(steps, [4.0 - 0.1 * i for i in range(11)])  # creeps down to 3 nats: no phase change
+    with pytest.raises(ValueError, match="upper > 1.0 > lower > 0"):
+        sc.phase_change_window(steps, loss, band=(0.5, 0.1))
     with pytest.raises(ValueError, match="at least 2"):
         sc.phase_change_window([0], [1.0])
 
@@ -119,12 +125,97 @@ def test_phase_change_step():
     assert sc.phase_change_step([0, 10], [3.0, 2.0]) is None
     assert sc.phase_change_step([0, 10], torch.tensor([3.0, 0.5]), threshold=0.4) is None
     assert sc.PHASE_CHANGE_LOSS == 1.0
+    upper, lower = sc.PHASE_CHANGE_BAND
+    assert upper > sc.PHASE_CHANGE_LOSS > lower > 0
     with pytest.raises(ValueError):
         sc.phase_change_step([0, 10], [1.0])
     with pytest.raises(ValueError):
         sc.phase_change_step([], [])
     with pytest.raises(ValueError):
         sc.phase_change_step([0], [1.0], threshold=0)
+
+
+def test_half_change_step_dates_falling_and_rising_curves():
+    steps = [0, 10, 20, 30, 40]
+    assert sc.half_change_step(steps, [4.0, 3.9, 2.0, 0.5, 0.0]) == 20  # half way: 2.0 (reached at 20)
+    assert sc.half_change_step(steps, [4.0, 3.9, 2.1, 0.5, 0.0]) == 30
+    assert sc.half_change_step(steps, torch.tensor([0.1, 0.1, 0.2, 0.9, 0.9])) == 30  # rising: half way 0.5
+    assert sc.half_change_step(steps, [-0.1, -0.3, -2.5, -4.0, -4.1]) == 20
+    with pytest.raises(ValueError, match="no change"):
+        sc.half_change_step(steps, [1.0, 2.0, 0.0, 3.0, 1.0])
+
+
+def test_mean_before_averages_the_steps_up_to_each_checkpoint():
+    per_step = torch.arange(1.0, 31.0)  # entry t is the loss at step t + 1: 1, 2, ..., 30
+    got = sc.mean_before([0, 10, 20, 30], per_step, span=10)
+    assert got.tolist() == pytest.approx([1.0, 5.5, 15.5, 25.5])
+    assert sc.mean_before([5], per_step, span=10).tolist() == pytest.approx([3.0])  # steps 1-5 only
+    with pytest.raises(ValueError, match="a checkpoint step"):
+        sc.mean_before([31], per_step, span=10)
+    with pytest.raises(ValueError, match="span"):
+        sc.mean_before([10], per_step, span=0)
+
+
+def test_turning_angle():
+    # along x, then a right-angle turn at point 3, then along y
+    path = torch.tensor([[0.0, 0.0], [1, 0], [2, 0], [3, 0], [3, 1], [3, 2], [3, 3]])
+    angle = sc.turning_angle(path)
+    assert angle[3].item() == pytest.approx(90.0)
+    assert angle[[1, 2, 4, 5]].tolist() == pytest.approx([0.0, 0.0, 0.0, 0.0], abs=1e-3)
+    assert angle[0].isnan() and angle[-1].isnan()
+    smooth = sc.turning_angle(path, lag=2)  # spans two points: from (1, 0) via (3, 0) to (3, 2)
+    assert smooth[3].item() == pytest.approx(90.0) and smooth[2].item() == pytest.approx(45.0)
+    back = sc.turning_angle(torch.tensor([[0.0], [1.0], [0.0]]))
+    assert back[1].item() == pytest.approx(180.0)
+    still = sc.turning_angle(torch.tensor([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]]))
+    assert still[1].isnan()
+    with pytest.raises(ValueError, match="coords"):
+        sc.turning_angle(torch.zeros(5))
+
+
+def test_one_token_per_sequence_picks_one_loss_per_row():
+    loss = torch.arange(24.0).view(2, 3, 4)  # (checkpoints, batch, seq - 1)
+    picked, positions = sc.one_token_per_sequence(loss, seed=0)
+    assert picked.shape == (2, 3) and positions.shape == (3,)
+    for b, p in enumerate(positions.tolist()):
+        assert picked[:, b].tolist() == loss[:, b, p].tolist()  # the same position at every checkpoint
+    again, same = sc.one_token_per_sequence(loss, seed=0)
+    assert torch.equal(again, picked) and torch.equal(same, positions)
+    many = sc.one_token_per_sequence(torch.zeros(1, 4000, 48), seed=1)[1]
+    assert len(set(many.tolist())) == 48, "every position can be drawn"
+    with pytest.raises(ValueError, match="batch, seq - 1"):
+        sc.one_token_per_sequence(torch.zeros(5), seed=0)
+
+
+def test_a_positional_head_scores_low_on_the_prefix_set():
+    """A head attending 10, 21, 32 and 43 tokens back matches every target of a period-11 repeat, without
+    looking at any token. On the book's prefix-matching set (periods 5 to 12) it must score low."""
+    from lib.induction import InductionConfig, prefix_matching_tokens, repeated_sequences, seeded_generator
+
+    config = InductionConfig()
+    seq = config.seq_len
+
+    def positional(offsets):  # (1, 1, seq, seq): each query spread over the offsets that reach a key with a
+        pattern = torch.zeros(1, 1, seq, seq)  # content token before it (position >= 2), else on BOS
+        for i in range(seq):
+            keys = [i - d for d in offsets if i - d >= 2] or [0]
+            pattern[0, 0, i, keys] = 1 / len(keys)
+        return pattern
+
+    old_targets = positional([10, 21, 32, 43])
+    fixed = repeated_sequences(64, seeded_generator(0), InductionConfig(min_repeat=11, max_repeat=11))[0]
+    assert sc.prefix_matching_score(old_targets.expand(64, -1, -1, -1), fixed).item() == pytest.approx(1.0)
+    prefix = prefix_matching_tokens(512, seeded_generator(0), config)
+    assert sc.prefix_matching_score(old_targets.expand(512, -1, -1, -1), prefix).item() < 0.2
+    best_offset = max(
+        sc.prefix_matching_score(positional([d]).expand(512, -1, -1, -1), prefix).item() for d in range(1, seq)
+    )
+    assert best_offset < 0.3, "no single fixed offset may pass for an induction head"
+    # an induction pattern (every target of every earlier occurrence) still scores 1
+    mask = sc.prefix_matching_mask(prefix).float()
+    perfect = mask / mask.sum(-1, keepdim=True).clamp_min(1)
+    perfect[:, :, 0] += mask.sum(-1) == 0  # queries with no earlier occurrence rest on BOS
+    assert sc.prefix_matching_score(perfect[:, None], prefix).item() == pytest.approx(1.0)
 
 
 def test_window_middle_is_the_nearest_checkpoint():
@@ -140,8 +231,8 @@ def test_pca_and_classifier():
     coords, explained = sc.pca(matrix, k=1)
     assert explained[0].item() == pytest.approx(1.0)
     assert torch.allclose(coords[:, 0].abs(), (torch.arange(5.0) - 2).abs(), atol=1e-5)
-    got = sc.is_induction_head(torch.tensor([0.9, 0.9, 0.5]), torch.tensor([0.5, -0.1, 0.9]))
-    assert got.tolist() == [True, False, False]
+    got = sc.is_induction_head(torch.tensor([0.9, 0.9, 0.9, 0.5]), torch.tensor([0.5, 0.3, -0.1, 0.9]))
+    assert got.tolist() == [True, False, False, False]  # 0.3: positive copying, but within random heads' range
     with pytest.raises(ValueError, match="threshold"):
         sc.is_induction_head(torch.ones(1), torch.ones(1), threshold=0.0)
     with pytest.raises(ValueError, match="k must be a positive integer"):

@@ -161,3 +161,13 @@ def test_train_model_is_make_model_then_fit():
     assert torch.equal(history.loss, manual.loss)
     for key, value in by_hand.state_dict().items():
         assert torch.equal(model.state_dict()[key], value)
+
+
+def test_arm_training_gives_each_arm_its_steps():
+    for arm, steps in sm.ARM_STEPS.items():
+        config = sm.arm_training(arm)
+        assert config.steps == steps and config.checkpoint_steps == tuple(range(0, steps + 1, 10))
+        assert (config.lr, config.batch_size) == (sm.TRAIN.lr, sm.TRAIN.batch_size)
+    assert set(sm.ARM_STEPS) == set(sm.ARMS)
+    with pytest.raises(ValueError, match="arm must be one of"):
+        sm.arm_training("3 layers")

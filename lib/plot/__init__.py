@@ -30,6 +30,7 @@ from lib.plot.induction import (
     loss_by_position_image,
     loss_pca_trajectory,
     phase_change_curves,
+    phase_change_signatures,
 )
 from lib.plot.ocr import (
     ocr_loss_curves,
@@ -67,6 +68,7 @@ __all__ = [
     "loss_along_sequence",
     "circuit_matrices",
     "composition_score_grid",
+    "phase_change_signatures",
     # smeared keys (chapter 6)
     "arm_loss_curves",
     "smear_sigma_over_training",

@@ -39,7 +39,7 @@ def phase_change_curves(
         steps: ``(n,)`` checkpoint steps. repeated, other: ``(n,)`` mean losses (nats).
         window: ``(start, end)`` steps of the phase change, shaded.
         control_repeated: ``(n,)`` the one-layer control's loss on the predictable tokens.
-        vocab: draws the chance level ``log(vocab)``.
+        vocab: the number of tokens a guess is spread over; draws the chance level ``log(vocab)``.
     """
     fig, axes = new_figure(1, 1, width=7.0, height=3.8)
     ax: Axes = axes[0, 0]
@@ -50,7 +50,7 @@ def phase_change_curves(
     if control_repeated is not None:
         ax.plot(x, to_numpy(control_repeated), color="tab:red", ls="--", label="1 layer: repeated tokens")
     if vocab is not None:
-        ax.axhline(np.log(vocab), color="black", lw=0.8, ls=":", label="chance, log(vocab)")
+        ax.axhline(np.log(vocab), color="black", lw=0.8, ls=":", label=f"chance, log {vocab}")
     finish_axis(
         ax,
         xlabel="training step",
@@ -171,7 +171,7 @@ def loss_pca_trajectory(
         ax,
         xlabel=labels[0],
         ylabel=labels[1],
-        title="Per-token-loss PCA: the trajectory turns at the phase change",
+        title="Per-token-loss PCA: each model's path through training",
         title_size=10,
         legend=window is not None or control_coords is not None,
     )
@@ -215,17 +215,21 @@ def head_scores_over_training(steps: Array, scores: Mapping[str, Array], *, wind
     return finish_figure(fig, title="Head scores over training (L = layer, H = head)", title_size=11)
 
 
-def induction_head_classifier(models: Mapping[str, Mapping[str, Array]], threshold: float) -> Figure:
+def induction_head_classifier(
+    models: Mapping[str, Mapping[str, Array]], threshold: float, copying_threshold: float
+) -> Figure:
     """Prefix matching (x) vs. copying (y) for every head of several models, with the induction-head region.
 
     Args:
         models: model name -> ``{"prefix matching": (layers, heads), "copying": (layers, heads)}``; at most four.
-        threshold: the prefix-matching score from which a head with positive copying is an induction head.
+        threshold, copying_threshold: an induction head scores at least these on prefix matching and on copying.
     """
     fig, axes = new_figure(1, 1, width=6.4, height=4.4)
     ax: Axes = axes[0, 0]
-    ax.axvspan(threshold, 1.02, ymin=0.5, ymax=1.0, color="tab:green", alpha=0.12, label="induction head region")
+    ymin = (copying_threshold + 1.05) / 2.1  # the y axis spans [-1.05, 1.05]
+    ax.axvspan(threshold, 1.02, ymin=ymin, ymax=1.0, color="tab:green", alpha=0.12, label="induction head region")
     ax.axvline(threshold, color="tab:green", ls="--", lw=1)
+    ax.axhline(copying_threshold, color="tab:green", ls="--", lw=1)
     ax.axhline(0, color="black", lw=0.8)
     markers = ["o", "s", "^", "D"]
     for (name, scores), marker in zip(models.items(), markers):
@@ -242,7 +246,7 @@ def induction_head_classifier(models: Mapping[str, Mapping[str, Array]], thresho
         ax,
         xlabel="prefix-matching score",
         ylabel="copying score",
-        title="Induction head = high prefix matching and positive copying",
+        title="Induction head = high prefix matching and high copying",
         title_size=10,
         legend=True,
         legend_loc="lower left",
@@ -308,7 +312,7 @@ def loss_along_sequence(loss: Array, *, period: int | None = None, vocab: int | 
     ax: Axes = axes[0, 0]
     ax.plot(np.arange(1, len(v) + 1), v, marker="o", ms=3, color="tab:blue", label="loss of predicting this token")
     if vocab is not None:
-        ax.axhline(np.log(vocab), color="black", ls=":", lw=0.8, label="chance, log(vocab)")
+        ax.axhline(np.log(vocab), color="black", ls=":", lw=0.8, label=f"uniform guess, log {vocab}")
     if period is not None:
         ax.axvline(period + 1.5, color="tab:green", ls="--", lw=1, label="current token seen before")
     finish_axis(
@@ -382,3 +386,73 @@ def composition_score_grid(
         )
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04).ax.tick_params(labelsize=7)
     return finish_figure(fig, title="Composition scores (colour centred at the random mean)", title_size=10)
+
+
+def phase_change_signatures(
+    steps: Array,
+    signatures: Mapping[str, Array],
+    *,
+    window: Window | None = None,
+    marks: Mapping[str, float] | None = None,
+    train_steps: Array | None = None,
+    train_loss: Array | None = None,
+    train_smooth: Array | None = None,
+    smooth_label: str = "mean of the last 10 steps",
+) -> Figure:
+    """Olsson et al.'s co-occurring signatures of the phase change on one time axis, and the training loss.
+
+    Left: each signature rescaled to the share of its total change covered so far (0 at the first checkpoint,
+    1 at the last), so curves in different units (nats, scores) share one axis; a dotted line in the
+    curve's colour marks its ``marks`` step (e.g. where it covers half its change). Right (when
+    ``train_loss`` is given): the training loss of every step, raw and smoothed.
+
+    Args:
+        steps: ``(K,)`` checkpoint steps. signatures: name -> ``(K,)`` curve (a loss or a score).
+        window: ``(start, end)`` steps of the phase change, shaded in both panels.
+        marks: name -> step to mark for that signature.
+        train_steps, train_loss: ``(n,)`` every training step and its batch loss.
+        train_smooth: ``(K,)`` the training loss averaged up to each checkpoint, drawn at ``steps`` and
+            labelled ``smooth_label``.
+    """
+    panels = 1 if train_loss is None else 2
+    fig, axes = new_figure(panels, 1, width=4.6, height=3.6)
+    ax: Axes = axes[0, 0]
+    x = to_numpy(steps)
+    shade_window(ax, window)
+    colours = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:gray"]
+    for (name, curve), colour in zip(signatures.items(), colours):
+        v = to_numpy(curve)
+        span = v[-1] - v[0]
+        progress = (v - v[0]) / span if span != 0 else np.zeros_like(v)
+        ax.plot(x, progress, color=colour, lw=1.6, label=name)
+        if marks is not None and name in marks:
+            ax.axvline(float(marks[name]), color=colour, ls=":", lw=1.2)
+    ax.axhline(0.5, color="black", lw=0.6, ls="--")
+    finish_axis(
+        ax,
+        xlabel="training step",
+        ylabel="share of its total change",
+        title="Four signatures, one time axis",
+        title_size=10,
+        legend=True,
+        legend_size=7,
+        legend_loc="upper left",
+    )
+    if train_loss is not None:
+        right: Axes = axes[0, 1]
+        shade_window(right, window)
+        t = np.arange(1, len(to_numpy(train_loss)) + 1) if train_steps is None else to_numpy(train_steps)
+        right.plot(t, to_numpy(train_loss), color="lightgray", lw=0.7, label="each step's batch")
+        if train_smooth is not None:
+            right.plot(x, to_numpy(train_smooth), color="black", lw=1.6, label=smooth_label)
+        finish_axis(
+            right,
+            xlabel="training step",
+            ylabel="training loss (nats)",
+            title="The training loss",
+            title_size=10,
+            legend=True,
+            legend_size=7,
+            legend_loc="lower left",
+        )
+    return finish_figure(fig)

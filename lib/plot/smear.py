@@ -20,7 +20,7 @@ SMEAR_ARM_COLOURS = {
 
 
 def arm_loss_curves(
-    steps: Array,
+    steps: Array | Mapping[str, Array],
     curves: Mapping[str, Array],
     *,
     threshold: float | None = None,
@@ -31,18 +31,18 @@ def arm_loss_curves(
     """Several arms' losses over training: mean line and min-max band over seeds, with phase-change marks.
 
     Args:
-        steps: ``(K,)`` checkpoint steps.
+        steps: ``(K,)`` checkpoint steps, or arm name -> ``(K_arm,)`` when the arms ran for different lengths.
         curves: arm name -> ``(S, K)`` losses of ``S`` seeds.
         threshold: the loss that defines the phase change (horizontal line).
         phase_steps: arm name -> list of each seed's phase-change step (``None`` = never); the mean is
             marked with a vertical line in the arm's colour.
-        vocab: draws the chance level ``log(vocab)``.
+        vocab: the number of tokens a guess is spread over; draws the chance level ``log(vocab)``.
     """
     fig, axes = new_figure(1, 1, width=7.2, height=4.0)
     ax: Axes = axes[0, 0]
-    x = to_numpy(steps)
     for arm, values in curves.items():
         colour = SMEAR_ARM_COLOURS.get(arm)
+        x = to_numpy(steps[arm] if isinstance(steps, Mapping) else steps)
         band(ax, x, values, colour, arm, ls="--" if "smeared" not in arm else "-")
         reached = [s for s in (phase_steps or {}).get(arm, []) if s is not None]
         if reached:
@@ -50,7 +50,7 @@ def arm_loss_curves(
     if threshold is not None:
         ax.axhline(threshold, color="black", lw=0.8, ls="-.", label=f"phase-change threshold ({threshold:g} nat)")
     if vocab is not None:
-        ax.axhline(np.log(vocab), color="grey", lw=0.8, ls=":", label="chance, log(vocab)")
+        ax.axhline(np.log(vocab), color="grey", lw=0.8, ls=":", label=f"chance, log {vocab}")
     finish_axis(
         ax,
         xlabel="training step (dotted verticals: mean phase-change step)",
