@@ -216,6 +216,20 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ([(SEQ_LOSS, SEQ_LOSS + rand(len(SEQ_LOSS), low=-0.5), f"ablation {i}") for i in range(3)],),
         {"period": 3},
     ),
+    # --- chapter 4: prior knowledge (appended)
+    (
+        "ocr_rank_curves",
+        "two panels",
+        (
+            STEPS,
+            {
+                "rule's own answer": {"pre-trained": rand(3, 4, high=9.5), "from scratch": rand(3, 4, high=9.5)},
+                "the other rule's answer": {"pre-trained": rand(3, 4, high=9.5)},
+            },
+            9.5,
+        ),
+        {"title": "tiny"},
+    ),
 ]
 
 
