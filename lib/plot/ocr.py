@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -462,6 +463,16 @@ def ocr_rank_curves(
                 raise ValueError(f"{label!r} in {panel!r}: expected (seeds, {len(x)}) ranks, got {values.shape}")
             band(ax, x, values, colour_of[label], label)
         ax.axhline(chance, color="black", ls="--", lw=1, label="chance (random order)")
-        finish_axis(ax, xlabel=xlabel, title=panel, title_size=10, legend=True)
+        finish_axis(ax, xlabel=xlabel, title=panel, title_size=10)
     axes[0, 0].set_ylabel("held-out mean rank (0 = best)")
-    return finish_figure(fig, title=title or "", title_size=11)
+    # one legend for all panels, below them: a label has the same colour everywhere
+    handles: dict[str, Artist] = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    ncol = min(3, len(handles))
+    rows = -(-len(handles) // ncol)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    finish_figure(fig, title=title or "", title_size=11, tight=False)
+    fig.tight_layout(rect=(0, 0.02 + 0.05 * rows, 1, 1))
+    return fig
