@@ -1,6 +1,5 @@
 """lib.lm's prior-knowledge experiment: the known and new people, the ranks under each rule, the runs; the figure."""
 
-
 import matplotlib.pyplot as plt
 import pytest
 import torch
