@@ -249,6 +249,20 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ({"1 layer": STEPS, "2 layers": STEPS[:3]}, {"1 layer": rand(2, 4, high=4.0), "2 layers": rand(2, 3)}),
         {"threshold": 1.0, "phase_steps": {"2 layers": [10, 20]}, "vocab": 63},
     ),
+    # --- chapter 4: prior knowledge (appended)
+    (
+        "ocr_rank_curves",
+        "two panels",
+        (
+            STEPS,
+            {
+                "rule's own answer": {"pre-trained": rand(3, 4, high=9.5), "from scratch": rand(3, 4, high=9.5)},
+                "the other rule's answer": {"pre-trained": rand(3, 4, high=9.5)},
+            },
+            9.5,
+        ),
+        {"title": "tiny"},
+    ),
 ]
 
 

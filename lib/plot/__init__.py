@@ -38,6 +38,7 @@ from lib.plot.ocr import (
     ocr_mean_rank,
     ocr_ov_blocks,
     ocr_pair_losses,
+    ocr_rank_curves,
     ocr_rank_sweep,
     ocr_spectra,
     ocr_split,
@@ -56,6 +57,7 @@ __all__ = [
     "ocr_spectra",
     "ocr_mean_rank",
     "ocr_margin_grid",
+    "ocr_rank_curves",
     # induction heads (chapter 5)
     "phase_change_curves",
     "icl_score_curve",

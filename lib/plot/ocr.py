@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -476,3 +477,53 @@ def ocr_margin_grid(
         grid="both",
     )
     return finish_figure(fig)
+
+
+def ocr_rank_curves(
+    steps: Array,
+    panels: Mapping[str, Mapping[str, Array]],
+    chance: float,
+    *,
+    xlabel: str = "fine-tuning step",
+    title: str | None = None,
+) -> Figure:
+    """Mean rank along training, one panel per question asked (e.g. which rule's answer is ranked).
+
+    Args:
+        steps: ``(K,)`` steps at which the ranks were measured.
+        panels: panel title -> (line label -> ``(S, K)`` mean ranks of ``S`` seeds). A label keeps its
+            colour in every panel.
+        chance: mean rank of a random ordering, ``(k - 1) / 2``; drawn as a dashed line in every panel.
+        title: figure title (optional).
+
+    A line is the mean over seeds, its band spans the lowest to the highest seed. At most three panels.
+    """
+    if not panels or len(panels) > 3:
+        raise ValueError(f"panels must hold 1 to 3 panels, got {len(panels)}")
+    x = to_numpy(steps)
+    labels = list(dict.fromkeys(label for lines in panels.values() for label in lines))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour_of = {label: colours[i % len(colours)] for i, label in enumerate(labels)}
+    fig, axes = new_figure(ncols=len(panels), width=4.6, height=3.8, sharey=True)
+    for ax, (panel, lines) in zip(axes[0], panels.items()):
+        if not lines:
+            raise ValueError(f"panel {panel!r} has no lines")
+        for label, ranks in lines.items():
+            values = to_numpy(ranks)
+            if values.ndim != 2 or values.shape[1] != len(x):
+                raise ValueError(f"{label!r} in {panel!r}: expected (seeds, {len(x)}) ranks, got {values.shape}")
+            band(ax, x, values, colour_of[label], label)
+        ax.axhline(chance, color="black", ls="--", lw=1, label="chance (random order)")
+        finish_axis(ax, xlabel=xlabel, title=panel, title_size=10)
+    axes[0, 0].set_ylabel("held-out mean rank (0 = best)")
+    # one legend for all panels, below them: a label has the same colour everywhere
+    handles: dict[str, Artist] = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    ncol = min(3, len(handles))
+    rows = -(-len(handles) // ncol)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    finish_figure(fig, title=title or "", title_size=11, tight=False)
+    fig.tight_layout(rect=(0, 0.02 + 0.05 * rows, 1, 1))
+    return fig
