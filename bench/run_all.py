@@ -23,7 +23,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 PAGE = ROOT / "chapters" / "performance.md"
-MICRO = ["ocr_train", "ocr_rank_sweep", "ocr_theory", "induction_train", "smear_train", "ablation_sweep"]
+MICRO = [
+    "ocr_train",
+    "ocr_rank_sweep",
+    "ocr_theory",
+    "prior_knowledge",
+    "induction_train",
+    "smear_train",
+    "ablation_sweep",
+]
 
 NOTES = """## Reading the numbers
 
