@@ -72,15 +72,21 @@ def test_exercise_cells_are_tagged(path):
             )
         if "solution" in t:
             assert "hide-input" in t, f"{path.name}: solution needs tag hide-input: {source(cell)[:80]!r}"
+            # Colab ignores hide-input; a form cell ('# @title' first line, cellView "form") stays folded there.
+            assert source(cell).startswith("# @title "), f"{path.name}: solution must start '# @title Solution'"
+            assert cell["metadata"].get("cellView") == "form", f"{path.name}: solution needs metadata cellView: form"
 
 
 EXERCISE = re.compile(r"^#{2,3} Exercise (?P<chapter>\d+)\.(?P<k>\d+)( \(open\))?: \S")
-META = re.compile(r"^\*Difficulty [123] of 3 · importance: [^·]+ · about \d+ minutes\*$")
+KINDS = ("builds the mechanism", "computes a metric", "open question")
+META = re.compile(
+    r"^\*Difficulty [123] of 3 · importance: [^·]+ · about \d+ minutes · (?P<kind>" + "|".join(KINDS) + r")\*$"
+)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_exercise_headers_are_uniform(path):
-    """'### Exercise C.k: title' then '*Difficulty d of 3 · importance: ... · about N minutes*'."""
+    """'### Exercise C.k: title' then '*Difficulty d of 3 · importance: ... · about N minutes · KIND*'."""
     chapter = int(path.name[:2])
     for cell in load(path)["cells"]:
         if cell["cell_type"] != "markdown":
@@ -91,6 +97,12 @@ def test_exercise_headers_are_uniform(path):
                 match = EXERCISE.match(line)
                 assert match, f"{path.name}: exercise heading {line!r} is not '### Exercise {chapter}.k: title'"
                 assert int(match["chapter"]) == chapter, f"{path.name}: {line!r} is numbered for another chapter"
-                assert i + 1 < len(lines) and META.match(lines[i + 1]), (
-                    f"{path.name}: after {line!r} write '*Difficulty d of 3 · importance: ... · about N minutes*'"
+                meta = META.match(lines[i + 1]) if i + 1 < len(lines) else None
+                assert meta, (
+                    f"{path.name}: after {line!r} write '*Difficulty d of 3 · importance: ... · about N minutes"
+                    f" · KIND*' with KIND one of {KINDS}"
+                )
+                is_open = match.group(3) is not None
+                assert is_open == (meta["kind"] == "open question"), (
+                    f"{path.name}: {line!r}: '(open)' in the heading goes with the kind 'open question', and only then"
                 )
