@@ -9,6 +9,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Quiet progress bars in tests and in the rendered book (they would show as dead widgets there).
 export CIRCUITS_PROGRESS := 0
+# A failing exercise check raises instead of falling back to the reference (lib.checks.passing_or_reference).
+export CIRCUITS_STRICT_CHECKS := 1
 # One torch thread per process. The book's models are tiny; `make test` runs two notebooks at once on two
 # cores, and on a busy CPU two threads per process made steps 5-50x slower (threads waiting on each other).
 # On an idle CPU two threads would be about 30% faster for chapter 5; robustness wins. Override: OMP_NUM_THREADS=2.

@@ -240,3 +240,36 @@ def test_check_rejects_the_stub(row):
 def test_check_rejects_a_wrong_answer(check, wrong):
     with pytest.raises(CheckFailed, match=wrong.message):
         check(wrong.answer)
+
+
+# --- passing_or_reference ------------------------------------------------------------------------
+
+
+def _check_double(fn):
+    compare("double", fn, lambda x: 2 * x, [(1,), (3,)])
+
+
+def _reference_double(x):
+    return 2 * x
+
+
+def test_passing_or_reference_keeps_a_passing_learner(monkeypatch):
+    monkeypatch.delenv(checks.STRICT_ENV, raising=False)
+
+    def learner(x):
+        return x + x
+
+    assert checks.passing_or_reference(learner, _check_double, _reference_double) is learner
+
+
+@pytest.mark.parametrize("wrong", [lambda x: x, lambda x: (_ for _ in ()).throw(NotImplementedError)])
+def test_passing_or_reference_falls_back_and_says_why(monkeypatch, capsys, wrong):
+    monkeypatch.delenv(checks.STRICT_ENV, raising=False)
+    assert checks.passing_or_reference(wrong, _check_double, _reference_double) is _reference_double
+    assert "use the book's reference" in capsys.readouterr().out
+
+
+def test_passing_or_reference_raises_when_strict(monkeypatch):
+    monkeypatch.setenv(checks.STRICT_ENV, "1")
+    with pytest.raises(CheckFailed):
+        checks.passing_or_reference(lambda x: x, _check_double, _reference_double)
