@@ -256,6 +256,46 @@ def check_mean_rank_by_pair(
 # ---------------------------------------------------------------------------------------------
 
 
+def _small_two_layer_model() -> tuple[Any, torch.Tensor]:
+    """A small two-layer model with random weights and a batch of repeated sequences, for the ablation checks.
+
+    Weights of std 0.3 give attention sharp enough that a layer-0 head moves layer-1 patterns (so that a full and a
+    pattern-preserving ablation, or a cut of the keys and of the queries, give different answers).
+    """
+    from lib import induction
+
+    config = induction.InductionConfig(
+        n_layers=2, n_heads=2, d_model=32, d_head=8, vocab=20, seq_len=17, max_repeat=8, prefix_segment=4, init_std=0.3
+    )
+    # Any: a TransformerBridge, whose methods (reset_hooks) mypy cannot see through nn.Module's __getattr__.
+    model: Any = induction.make_model(config, seed=1)
+    model.eval()
+    return model, induction.repeated_sequences(4, induction.seeded_generator(2), config)[0]
+
+
+def _no_hook_left(name: str, model: Any, learner: Callable[..., Any]) -> Callable[..., Any]:
+    """``learner(model, *args)``, failing if it leaves a temporary hook on ``model``."""
+    points = list({id(point): point for point in model.hook_dict.values()}.values())
+
+    def run(*args: Any) -> Any:
+        try:
+            return learner(model, *args)
+        finally:
+            # every torch-level hook counts: the check's model has none of its own, not even permanent ones
+            left = sum(len(point._forward_hooks) + len(point._forward_pre_hooks) for point in points)
+            if left:
+                model.reset_hooks(including_permanent=True)
+                raise CheckFailed(
+                    f"{name}: {left} hook(s) left on the model after the call with {', '.join(map(repr, args))}; "
+                    "add hooks with `with model.hooks(fwd_hooks=...)` so they are removed"
+                )
+
+    return run
+
+
+# --- chapter 5: building and detecting induction heads ---------------------------------------
+
+
 def check_prefix_matching_score(learner: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Exercise: ``prefix_matching_score(pattern (batch, heads, q, k), tokens (batch, seq)) -> (heads,)``."""
     from lib.scores import prefix_matching_score
@@ -283,6 +323,41 @@ def check_previous_token_head(learner: Callable[..., dict]) -> None:
     compare("previous_token_head_weights", learner, previous_token_head_weights, cases)
 
 
+def check_induction_head(learner: Callable[..., dict]) -> None:
+    """Chapter 5: ``induction_head_weights(layout, strength) -> {"W_Q", "b_Q", "W_K", "W_V", "W_O"}``."""
+    from lib.induction import HandBuiltLayout, induction_head_weights
+
+    cases = [
+        (HandBuiltLayout(vocab, seq), strength)
+        for vocab, seq, strength in ((5, 8, 1.0), (12, 10, 20.0), (32, 45, 20.0))
+    ]
+    compare("induction_head_weights", learner, induction_head_weights, cases)
+
+
+def check_olsson_copying_score(learner: Callable[[Any, torch.Tensor], torch.Tensor]) -> None:
+    """Chapter 5: ``olsson_copying_score(model, tokens (batch, seq)) -> (n_layers, n_heads)``.
+
+    On a small random two-layer model, whose layer-1 heads read a residual stream that layer 0 wrote to, and whose
+    value biases are not zero.
+    """
+    from lib import induction
+    from lib.circuits import olsson_copying_score
+
+    model, _ = _small_two_layer_model()
+    with torch.no_grad():
+        model.blocks[1].attn.v.bias.normal_(0.0, 0.3, generator=torch.Generator().manual_seed(3))
+    g = torch.Generator().manual_seed(4)
+    cases = []
+    for batch, seq in ((1, 6), (3, 11), (2, 17)):
+        tokens = torch.randint(1, model.cfg.d_vocab, (batch, seq), generator=g)
+        tokens[:, 0] = induction.BOS
+        cases.append((model, tokens))
+    compare("olsson_copying_score", learner, olsson_copying_score, cases, atol=1e-4)
+
+
+# --- chapter 6: smeared keys -----------------------------------------------------------------
+
+
 def check_smear_keys(learner: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Exercise: ``smear_keys(keys (batch, seq, heads, d_head), sigma (heads,)) -> (batch, seq, heads, d_head)``."""
     from lib.smear import smear_keys
@@ -301,37 +376,163 @@ def check_smear_keys(learner: Callable[[torch.Tensor, torch.Tensor], torch.Tenso
     compare("smear_keys", learner, smear_keys, cases)
 
 
+def check_run_with_smear(learner: Callable[[Any, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Chapter 6: ``run_with_smear(model, tokens (batch, seq), alpha (n_layers, n_heads)) -> logits``.
+
+    On a small plain two-layer model, against the same model with :func:`lib.smear.attach_smear`; fails if a hook is
+    left on the model.
+    """
+    from lib import smear
+
+    model, tokens = _small_two_layer_model()
+    g = torch.Generator().manual_seed(5)
+    alphas = [torch.zeros(2, 2), torch.tensor([[-2.0, 1.0], [0.5, -1.0]]), 3 * torch.randn(2, 2, generator=g)]
+    learners = _no_hook_left("run_with_smear", model, learner)
+    compare(
+        "run_with_smear",
+        lambda alpha: learners(tokens, alpha),
+        lambda alpha: smear.run_with_smear(model, tokens, alpha),
+        [(alpha,) for alpha in alphas],
+        atol=1e-4,
+    )
+
+
+def check_prediction_shares(learner: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], Any]) -> None:
+    """Chapter 6: ``prediction_shares(logits (batch, seq, vocab), tokens (batch, seq), mask (batch, seq - 1))``
+    -> ``(right, current)``."""
+    from lib.scores import prediction_shares
+
+    g = torch.Generator().manual_seed(7)
+    cases = []
+    for batch, seq, vocab in ((1, 5, 4), (3, 9, 5), (8, 20, 6)):
+        tokens = torch.randint(0, vocab, (batch, seq), generator=g)
+        logits = torch.randn(batch, seq, vocab, generator=g)
+        # make the current and the next token likely guesses, so that both shares are far from 0
+        logits.scatter_add_(-1, tokens[:, :, None], 1.5 * torch.rand(batch, seq, 1, generator=g))
+        logits[:, :-1].scatter_add_(-1, tokens[:, 1:, None], 1.5 * torch.rand(batch, seq - 1, 1, generator=g))
+        mask = torch.rand(batch, seq - 1, generator=g) < 0.6
+        mask[0, -1] = True
+        cases.append((logits, tokens, mask))
+    compare("prediction_shares", learner, prediction_shares, cases)
+
+
+def check_smeared_induction_head(learner: Callable[..., dict]) -> None:
+    """Chapter 6: ``smeared_induction_head_weights(layout, strength)``, judged by what the head does.
+
+    The weights go into :func:`lib.smear.hand_built_model` (one layer, keys fully smeared); on sequences whose
+    segment repeats, the model must predict every repeated token (the argmax is the next token) with a loss below
+    0.01 nats on the repeated tokens. Any weights that do this pass.
+    """
+    from dataclasses import replace
+
+    from lib import induction, scores, smear
+
+    def run(vocab: int, seq: int, period: int, head: dict | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        model = smear.hand_built_model(vocab, seq, head=head)
+        config = replace(induction.config_of(model), min_repeat=period, max_repeat=period)
+        tokens, periods = induction.repeated_sequences(16, induction.seeded_generator(vocab), config)
+        mask = induction.repeat_mask(periods, config)
+        with torch.inference_mode():
+            logits = model(tokens)
+        return logits, tokens, mask
+
+    cases = [(12, 20, 5), (32, 45, 15), (20, 33, 11)]
+
+    def predicted(vocab: int, seq: int, period: int) -> torch.Tensor:
+        layout = induction.HandBuiltLayout(vocab, seq)
+        logits, tokens, mask = run(vocab, seq, period, learner(layout, 20.0))
+        return logits[:, :-1].argmax(-1)[mask]
+
+    def answers(vocab: int, seq: int, period: int) -> torch.Tensor:
+        _, tokens, mask = run(vocab, seq, period, None)
+        return tokens[:, 1:][mask]
+
+    compare("smeared_induction_head_weights (predicted repeated tokens)", predicted, answers, cases)
+    for vocab, seq, period in cases:
+        logits, tokens, mask = run(vocab, seq, period, learner(induction.HandBuiltLayout(vocab, seq), 20.0))
+        loss = scores.masked_mean(scores.next_token_loss(logits, tokens), mask).item()
+        if not loss < 0.01:
+            raise CheckFailed(
+                f"smeared_induction_head_weights: vocab {vocab}, seq_len {seq}, period {period}: the repeated tokens "
+                f"are predicted, but with a loss of {loss:.3f} nats (want < 0.01): is the attention sharp enough "
+                "(strength)?"
+            )
+    print("PASSED smeared_induction_head_weights: the loss on repeated tokens is below 0.01 nats.")
+
+
+# --- chapter 7: ablation ---------------------------------------------------------------------
+
+
+def check_icl_score(learner: Callable[[torch.Tensor, int, int], torch.Tensor]) -> None:
+    """Chapter 7: ``icl_score(loss (..., batch, seq - 1), early, late) -> loss.shape[:-2]``."""
+    from lib.scores import icl_score
+
+    g = torch.Generator().manual_seed(8)
+    cases = [
+        (torch.tensor([[4.0, 4.0, 1.0, 0.5]]), 0, 3),  # learns in context: negative
+        (torch.rand(5, 12, generator=g) * 4, 1, 10),
+        (torch.rand(3, 6, 20, generator=g) * 4, 1, 19),  # stacked: one score per ablation
+        (torch.rand(2, 4, 8, 9, generator=g), 0, 8),
+    ]
+    compare("icl_score", learner, icl_score, cases)
+
+
+def check_full_ablation(learner: Callable[..., torch.Tensor]) -> None:
+    """Chapter 7: ``full_ablation(model, tokens (batch, seq), layer, head)``, the per-token loss ``(batch, seq - 1)``.
+
+    On a small random two-layer model, for heads of both layers; fails if a hook is left on the model.
+    """
+    from lib import ablation
+
+    model, tokens = _small_two_layer_model()
+    learners = _no_hook_left("full_ablation", model, learner)
+    compare(
+        "full_ablation",
+        lambda layer, head: learners(tokens, layer, head),
+        lambda layer, head: ablation.ablated_loss(model, tokens, [(layer, head)], "full"),
+        [(0, 0), (0, 1), (1, 1)],
+        atol=1e-4,
+    )
+
+
 def check_pattern_preserving_ablation(learner: Callable[..., torch.Tensor]) -> None:
     """Chapter 7: ``pattern_preserving_ablation(model, tokens (batch, seq), layer, head)``, the per-token loss
     ``(batch, seq - 1)``.
 
-    Runs on a small two-layer model with random weights (std 0.3: sharp enough attention that a layer-0
-    head moves layer-1 patterns), for heads of both layers (in layer 0 a full
-    ablation gives a different answer), and fails if a hook is left on the model.
+    Runs on a small two-layer model with random weights (:func:`_small_two_layer_model`), for heads of both layers
+    (in layer 0 a full ablation gives a different answer), and fails if a hook is left on the model.
     """
-    from lib import ablation, induction
+    from lib import ablation
 
-    config = induction.InductionConfig(
-        n_layers=2, n_heads=2, d_model=32, d_head=8, vocab=20, seq_len=17, max_repeat=8, prefix_segment=4, init_std=0.3
+    model, tokens = _small_two_layer_model()
+    learners = _no_hook_left("pattern_preserving_ablation", model, learner)
+    compare(
+        "pattern_preserving_ablation",
+        lambda layer, head: learners(tokens, layer, head),
+        lambda layer, head: ablation.ablated_loss(model, tokens, [(layer, head)], "pattern-preserving"),
+        [(0, 0), (0, 1), (1, 1)],
+        atol=1e-4,
     )
-    # Any: a TransformerBridge, whose methods (reset_hooks) mypy cannot see through nn.Module's __getattr__.
-    model: Any = induction.make_model(config, seed=1)
-    model.eval()
-    tokens = induction.repeated_sequences(4, induction.seeded_generator(2), config)[0]
 
-    def reference(layer: int, head: int) -> torch.Tensor:
-        return ablation.ablated_loss(model, tokens, [(layer, head)], "pattern-preserving")
 
-    def learners(layer: int, head: int) -> torch.Tensor:
-        try:
-            return learner(model, tokens, layer, head)
-        finally:
-            left = ablation.hooks_on(model)
-            if left:
-                model.reset_hooks(including_permanent=True)
-                raise CheckFailed(
-                    f"pattern_preserving_ablation: {left} hook(s) left on the model after layer={layer}, head={head}; "
-                    "add hooks with `with model.hooks(fwd_hooks=...)` so they are removed"
-                )
+def check_qk_from_embeddings(learner: Callable[..., torch.Tensor]) -> None:
+    """Chapter 7: ``qk_from_embeddings(model, tokens (batch, seq), sides) -> logits (batch, seq, vocab)``.
 
-    compare("pattern_preserving_ablation", learners, reference, [(0, 0), (0, 1), (1, 1)], atol=1e-4)
+    Layer 1's keys and/or queries (``sides``, a tuple of ``"keys"``, ``"queries"``) computed from the embeddings
+    alone; on a small random two-layer model with non-zero query and key biases; fails if a hook is left on the model.
+    """
+    from lib.circuits import run_with_qk_from_embeddings
+
+    model, tokens = _small_two_layer_model()
+    g = torch.Generator().manual_seed(9)
+    with torch.no_grad():
+        for linear in (model.blocks[1].attn.q, model.blocks[1].attn.k):
+            linear.bias.normal_(0.0, 0.5, generator=g)
+    learners = _no_hook_left("qk_from_embeddings", model, learner)
+    compare(
+        "qk_from_embeddings",
+        lambda sides: learners(tokens, sides),
+        lambda sides: run_with_qk_from_embeddings(model, tokens, sides)[0],
+        [((),), (("keys",),), (("queries",),), (("keys", "queries"),)],
+        atol=1e-4,
+    )

@@ -121,6 +121,32 @@ def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return -logprobs.gather(-1, target)[..., 0]
 
 
+def prediction_shares(logits: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> tuple[float, float]:
+    """What a model's most likely next token is, at the loss positions ``mask`` selects.
+
+    Args:
+        logits: ``(batch, seq, vocab)``; position ``p`` predicts ``tokens[:, p + 1]``.
+        tokens: ``(batch, seq) int64``.
+        mask: ``(batch, seq - 1) bool``, aligned with :func:`per_token_loss` (e.g. :func:`lib.induction.repeat_mask`).
+
+    Returns:
+        ``(right, current)``: the share of the selected positions where the argmax is the next token, and where
+        it is the current token ``tokens[:, p]`` itself (what an induction head without its shift copies).
+    """
+    if logits.ndim != 3 or logits.shape[:2] != tokens.shape:
+        raise ValueError(
+            f"logits (batch, seq, vocab) {tuple(logits.shape)} do not match tokens (batch, seq) {tuple(tokens.shape)}"
+        )
+    if mask.shape != (tokens.shape[0], tokens.shape[1] - 1) or mask.dtype != torch.bool:
+        raise ValueError(f"mask must be a (batch, seq - 1) bool tensor, got {tuple(mask.shape)} {mask.dtype}")
+    if not mask.any():
+        raise ValueError("mask selects no position: the shares are undefined")
+    guess = logits[:, :-1].argmax(dim=-1)  # (batch, seq - 1)
+    right = (guess == tokens[:, 1:])[mask].float().mean().item()
+    current = (guess == tokens[:, :-1])[mask].float().mean().item()
+    return right, current
+
+
 def icl_positions(seq_len: int) -> tuple[int, int]:
     """``(early, late)``: the loss positions the book's ICL score compares, for sequences of ``seq_len`` tokens.
 

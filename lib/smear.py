@@ -259,3 +259,98 @@ def train_model(
     """
     model = make_model(config, seed, smeared=smeared, alpha=alpha, device=device)
     return model, induction.fit(model, config, seed, train_config=train_config, evaluate=evaluate)
+
+
+def run_with_smear(model: TransformerBridge, tokens: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    """Logits of a plain model run once with smeared keys, ``sigmoid(alpha[l])`` in layer ``l``; nothing stays attached.
+
+    The same forward pass as :func:`attach_smear` with this ``alpha``, through temporary hooks on every layer's
+    ``blocks.{l}.attn.hook_k`` (removed on return, also when the pass raises).
+
+    Args:
+        model: a plain (not smeared) model of :func:`lib.induction.make_model`.
+        tokens: ``(batch, seq) int64``.
+        alpha: ``(n_layers, n_heads)``.
+
+    Returns:
+        ``(batch, seq, vocab)`` logits.
+    """
+    n_layers, n_heads = _attention_layers(model)
+    if smear_of(model) is not None:
+        raise ValueError("the model already has smeared keys: run_with_smear needs a plain model")
+    if not isinstance(alpha, torch.Tensor) or alpha.shape != (n_layers, n_heads):
+        raise ValueError(
+            f"alpha must be a tensor of shape (n_layers, n_heads) = ({n_layers}, {n_heads}), "
+            f"got {getattr(alpha, 'shape', alpha)!r}"
+        )
+    sigma = torch.sigmoid(alpha.to(model_device(model)))
+
+    def hook(layer: int) -> Callable[[torch.Tensor, Any], torch.Tensor]:
+        return lambda keys, hook: smear_keys(keys, sigma[layer])
+
+    hooks = [(f"blocks.{layer}.attn.hook_k", hook(layer)) for layer in range(n_layers)]
+    with model.hooks(fwd_hooks=hooks):
+        return model(tokens)
+
+
+# ---------------------------------------------------------------------------------------------
+# An induction head in one layer, built by hand
+# ---------------------------------------------------------------------------------------------
+
+
+def hand_built_head_weights(layout: induction.HandBuiltLayout, strength: float = 20.0) -> dict[str, torch.Tensor]:
+    """A one-layer induction head that works through fully smeared keys (``sigmoid(alpha) = 0``).
+
+    With the smear, the key at ``j`` is the raw key of position ``j - 1``; so query and key read the same
+    ``token`` slot, and a query holding ``A`` matches the position *after* an earlier ``A``. No
+    previous-token head and no ``previous`` slot are needed.
+
+    Returns:
+        ``W_Q (d_model, d_head)``: the ``token`` slot of content token ``A`` -> head dimension ``A``, times
+        ``strength * sqrt(d_head)``; ``W_K``: the ``token`` slot of ``A`` -> dimension ``A`` (BOS has no key,
+        so it matches nothing); ``W_V``: the ``token`` slot of ``B`` -> dimension ``B``; ``W_O``: dimension
+        ``B`` -> the ``output`` slot of ``B``, for every content token. Unlike chapter 5's induction head it
+        has no resting place on BOS: under a full smear, BOS's key is also the key of position 1.
+    """
+    d, dh = layout.d_model, layout.d_head
+    tok = torch.arange(1, layout.vocab)  # content tokens
+    W_Q = torch.zeros(d, dh)
+    W_Q[layout.token.start + tok, tok] = strength * dh**0.5
+    W_K = torch.zeros(d, dh)
+    W_K[layout.token.start + tok, tok] = 1.0
+    W_V = torch.zeros(d, dh)
+    W_V[layout.token.start + tok, tok] = 1.0
+    W_O = torch.zeros(dh, d)
+    W_O[tok, layout.output.start + tok] = 1.0
+    return {"W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O}
+
+
+def hand_built_model(
+    vocab: int = 32,
+    seq_len: int = 45,
+    strength: float = 20.0,
+    head: dict[str, torch.Tensor] | None = None,
+    device: torch.device | str | None = None,
+) -> TransformerBridge:
+    """A one-layer, one-head model with fully smeared keys (``sigmoid(alpha) = 0``) and a hand-set head.
+
+    Embeddings and unembedding are :func:`lib.induction.embedding_weights`'; the head is ``head`` (a dict of
+    :func:`lib.induction.set_head`'s keyword arguments), by default :func:`hand_built_head_weights`. Every other
+    weight is zero. ``smear_disabled(model)`` runs the same head with plain keys.
+    """
+    if not strength > 0:
+        raise ValueError(f"strength must be positive, got {strength!r}")
+    config = replace(induction.hand_built_config(vocab, seq_len), n_layers=1)
+    layout = induction.HandBuiltLayout(vocab, seq_len)
+    model = induction.make_model(config, seed=0, device=device)
+    embed = induction.embedding_weights(layout, strength)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        native = model.original_model
+        native.get_parameter("tok_embed.weight").copy_(embed["W_E"])
+        native.get_parameter("pos.weight").copy_(embed["W_pos"])
+        native.get_parameter("head.weight").copy_(embed["W_U"].T)
+    induction.set_head(model, 0, 0, **(hand_built_head_weights(layout, strength) if head is None else head))
+    attach_smear(model, float("-inf"))  # sigmoid(-inf) = 0: every key is its predecessor's
+    return model

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import pytest
 import torch
 
-from lib import ablation, checks, induction, lm, ocr, onelayer, scores, smear, theory
+from lib import ablation, checks, circuits, induction, lm, ocr, onelayer, scores, smear, theory
 from lib.checks import CheckFailed, compare, same
 
 # --- compare and same ----------------------------------------------------------------------------
@@ -149,6 +149,130 @@ def ablation_leaving_a_hook(model, tokens, layer, head):
     return pattern_preserving_ablation(model, tokens, layer, head)
 
 
+def induction_head_keys_reading_the_token_slot(layout, strength=20.0):  # no K-composition: keys see their own token
+    w = induction.induction_head_weights(layout, strength)
+    tok = torch.arange(1, layout.vocab)
+    w["W_K"] = torch.zeros_like(w["W_K"])
+    w["W_K"][layout.token.start + tok, tok] = 1.0
+    w["W_K"][layout.position.start, induction.BOS] = 0.5
+    return w
+
+
+def induction_head_without_a_resting_place(layout, strength=20.0):  # no query bias: BOS never wins
+    w = induction.induction_head_weights(layout, strength)
+    w["b_Q"] = torch.zeros_like(w["b_Q"])
+    return w
+
+
+def _olsson(model, tokens, centre=True, value_bias=True, layer_input=True):
+    names = [f"blocks.{layer}.hook_resid_pre" for layer in range(model.cfg.n_layers)]
+    _, cache = model.run_with_cache(tokens)
+    out = []
+    for layer, name in enumerate(names):
+        x = cache[name if layer_input else names[0]][:, 1:]
+        values = torch.einsum("bpd,hde->bphe", x, model.W_V[layer]) + value_bias * model.b_V[layer]
+        logits = torch.einsum("bphe,hed->bphd", values, model.W_O[layer]) @ model.W_U
+        raised = torch.relu(logits - logits.mean(-1, keepdim=True) if centre else logits)
+        own = raised.gather(-1, tokens[:, 1:, None, None].expand(*raised.shape[:-1], 1))[..., 0]
+        out.append((own / raised.sum(-1).clamp_min(1e-12)).mean(dim=(0, 1)))
+    return torch.stack(out).detach()
+
+
+def olsson_copying_without_centring(model, tokens):  # ReLU of the raw logits: every positive logit counts
+    return _olsson(model, tokens, centre=False)
+
+
+def olsson_copying_without_the_value_bias(model, tokens):
+    return _olsson(model, tokens, value_bias=False)
+
+
+def olsson_copying_from_the_embeddings_only(model, tokens):  # layer 1 never sees what layer 0 wrote
+    return _olsson(model, tokens, layer_input=False)
+
+
+def _smeared(model, tokens, alpha, hook_name="hook_k", squash=torch.sigmoid):
+    def hook(layer):
+        return lambda x, hook: smear.smear_keys(x, squash(alpha[layer]))
+
+    hooks = [(f"blocks.{layer}.attn.{hook_name}", hook(layer)) for layer in range(model.cfg.n_layers)]
+    with model.hooks(fwd_hooks=hooks):
+        return model(tokens)
+
+
+def run_with_smeared_queries(model, tokens, alpha):
+    return _smeared(model, tokens, alpha, hook_name="hook_q")
+
+
+def run_with_smear_alpha_as_weight(model, tokens, alpha):  # alpha itself as the weight, no sigmoid
+    return _smeared(model, tokens, alpha, squash=lambda a: a)
+
+
+def run_with_smear_attached_for_good(model, tokens, alpha):
+    smear.attach_smear(model, alpha)
+    return model(tokens)
+
+
+def prediction_shares_swapped(logits, tokens, mask):  # compares each guess with the token it was read at
+    right, current = scores.prediction_shares(logits, tokens, mask)
+    return current, right
+
+
+def prediction_shares_unmasked(logits, tokens, mask):
+    return scores.prediction_shares(logits, tokens, torch.ones_like(mask))
+
+
+def smeared_head_reading_the_previous_slot(layout, strength=20.0):  # chapter 5's head: nothing writes that slot
+    return induction.induction_head_weights(layout, strength)
+
+
+def smeared_head_without_strength(layout, strength=20.0):  # attention scores of 1/sqrt(d_head): too soft
+    w = smear.hand_built_head_weights(layout, strength)
+    w["W_Q"] = w["W_Q"] / (strength * layout.d_head**0.5)
+    return w
+
+
+def icl_score_sign_flipped(loss, early, late):  # positive for in-context learning
+    return -scores.icl_score(loss, early, late)
+
+
+def icl_score_first_and_last(loss, early, late):  # ignores the positions asked for
+    return scores.icl_score(loss, 0, loss.shape[-1] - 1)
+
+
+def full_ablation(model, tokens, layer, head):
+    return ablation.ablated_loss(model, tokens, [(layer, head)], "full")
+
+
+def full_ablation_leaving_a_hook(model, tokens, layer, head):
+    model.blocks[1].attn.hook_pattern.add_hook(lambda pattern, hook: pattern)
+    return full_ablation(model, tokens, layer, head)
+
+
+def _qk_cut(model, tokens, sides, swap=False, bias=True, source="blocks.0.hook_resid_pre"):
+    stored = {}
+    hooks = [(source, lambda x, hook: stored.__setitem__("x", x))]
+    for side in sides:
+        if swap:
+            side = "queries" if side == "keys" else "keys"
+        W, b = (model.W_K[1], model.b_K[1]) if side == "keys" else (model.W_Q[1], model.b_Q[1])
+        name = "blocks.1.attn.hook_k" if side == "keys" else "blocks.1.attn.hook_q"
+        hooks.append((name, lambda act, hook, W=W, b=b: torch.einsum("bpd,hde->bphe", stored["x"], W) + bias * b))
+    with model.hooks(fwd_hooks=hooks):
+        return model(tokens)
+
+
+def qk_cut_sides_swapped(model, tokens, sides):
+    return _qk_cut(model, tokens, sides, swap=True)
+
+
+def qk_cut_without_biases(model, tokens, sides):
+    return _qk_cut(model, tokens, sides, bias=False)
+
+
+def qk_cut_from_layer_1s_input(model, tokens, sides):  # the full residual stream: cuts nothing
+    return _qk_cut(model, tokens, sides, source="blocks.1.hook_resid_pre")
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 # (?s): an input such as a model prints on several lines
@@ -195,14 +319,61 @@ ROWS = [
         (Wrong(previous_token_head_attending_to_itself),),
     ),
     Row(
+        checks.check_induction_head,
+        induction.induction_head_weights,
+        (Wrong(induction_head_keys_reading_the_token_slot), Wrong(induction_head_without_a_resting_place)),
+    ),
+    Row(
+        checks.check_olsson_copying_score,
+        circuits.olsson_copying_score,
+        (
+            Wrong(olsson_copying_without_centring),
+            Wrong(olsson_copying_without_the_value_bias),
+            Wrong(olsson_copying_from_the_embeddings_only),
+        ),
+    ),
+    Row(
         checks.check_smear_keys,
         smear.smear_keys,
         (Wrong(smear_keys_weights_swapped), Wrong(smear_keys_zero_first), Wrong(smear_keys_rolled)),
     ),
     Row(
+        checks.check_run_with_smear,
+        smear.run_with_smear,
+        (
+            Wrong(run_with_smeared_queries),
+            Wrong(run_with_smear_alpha_as_weight),
+            Wrong(run_with_smear_attached_for_good, r"hook\(s\) left on the model"),
+        ),
+    ),
+    Row(
+        checks.check_prediction_shares,
+        scores.prediction_shares,
+        (Wrong(prediction_shares_swapped), Wrong(prediction_shares_unmasked)),
+    ),
+    Row(
+        checks.check_smeared_induction_head,
+        smear.hand_built_head_weights,
+        (
+            Wrong(smeared_head_reading_the_previous_slot),
+            Wrong(smeared_head_without_strength),
+        ),
+    ),
+    Row(checks.check_icl_score, scores.icl_score, (Wrong(icl_score_sign_flipped), Wrong(icl_score_first_and_last))),
+    Row(
+        checks.check_full_ablation,
+        full_ablation,
+        (Wrong(pattern_preserving_ablation), Wrong(full_ablation_leaving_a_hook, r"1 hook\(s\) left on the model")),
+    ),
+    Row(
         checks.check_pattern_preserving_ablation,
         pattern_preserving_ablation,
         (Wrong(full_ablation_instead), Wrong(ablation_leaving_a_hook, r"1 hook\(s\) left on the model")),
+    ),
+    Row(
+        checks.check_qk_from_embeddings,
+        lambda model, tokens, sides: circuits.run_with_qk_from_embeddings(model, tokens, sides)[0],
+        (Wrong(qk_cut_sides_swapped), Wrong(qk_cut_without_biases), Wrong(qk_cut_from_layer_1s_input)),
     ),
 ]
 

@@ -289,3 +289,18 @@ def test_over_checkpoints_loads_in_order():
     assert steps == [0, 10] and results[0] == 0.0 and results[1] > 0
     with pytest.raises(ValueError, match="no checkpoint"):
         sc.over_checkpoints(model, {0: zero}, lambda m: 0, steps=[5])
+
+
+def test_prediction_shares_aligns_each_logit_with_the_next_and_the_current_token():
+    tokens = torch.tensor([[0, 3, 4, 3, 4]])
+    logits = torch.zeros(1, 5, 6)
+    for p, guess in enumerate([3, 4, 4, 0, 0]):  # right, right, current, wrong; the last predicts nothing
+        logits[0, p, guess] = 1.0
+    everywhere = torch.ones(1, 4, dtype=torch.bool)
+    assert sc.prediction_shares(logits, tokens, everywhere) == (pytest.approx(0.5), pytest.approx(0.25))
+    repeats = torch.tensor([[False, False, True, True]])
+    assert sc.prediction_shares(logits, tokens, repeats) == (pytest.approx(0.0), pytest.approx(0.5))
+    with pytest.raises(ValueError, match="mask"):
+        sc.prediction_shares(logits, tokens, torch.ones(1, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="no position"):
+        sc.prediction_shares(logits, tokens, torch.zeros(1, 4, dtype=torch.bool))

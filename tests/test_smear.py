@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -171,3 +173,39 @@ def test_arm_training_gives_each_arm_its_steps():
     assert set(sm.ARM_STEPS) == set(sm.ARMS)
     with pytest.raises(ValueError, match="arm must be one of"):
         sm.arm_training("3 layers")
+
+
+def test_run_with_smear_is_attach_smear_for_one_pass_and_leaves_nothing_attached():
+    from lib import ablation
+
+    toks = tokens()
+    alpha = torch.tensor([[-1.0, 2.0], [0.5, -3.0]])
+    plain = ind.make_model(SMALL, seed=4)
+    smeared = sm.make_model(SMALL, seed=4, alpha=alpha)
+    with torch.inference_mode():
+        assert torch.allclose(sm.run_with_smear(plain, toks, alpha), smeared(toks), atol=1e-6)
+    assert ablation.hooks_on(plain) == 0 and sm.smear_of(plain) is None
+    with pytest.raises(ValueError, match="alpha"):
+        sm.run_with_smear(plain, toks, torch.zeros(2))
+    with pytest.raises(ValueError, match="plain model"):
+        sm.run_with_smear(smeared, toks, alpha)
+
+
+def test_hand_built_smeared_head_copies_through_the_smear_alone():
+    from dataclasses import replace
+
+    from lib import scores
+
+    model = sm.hand_built_model(16, 25)
+    assert model.cfg.n_layers == 1 and sm.smear_sigma(model).item() == 0.0
+    config = replace(ind.config_of(model), min_repeat=8, max_repeat=8)
+    toks, period = ind.repeated_sequences(32, ind.seeded_generator(0), config)
+    mask = ind.repeat_mask(period, config)
+    with torch.inference_mode():
+        loss = per_token_loss(model, toks)
+        with sm.smear_disabled(model):
+            off = per_token_loss(model, toks)
+    assert scores.masked_mean(loss, mask) < 0.01
+    assert scores.masked_mean(off, mask) > math.log(15)  # without the shift it copies the current token
+    with pytest.raises(ValueError, match="strength"):
+        sm.hand_built_model(strength=0.0)
