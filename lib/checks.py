@@ -447,7 +447,7 @@ def check_smeared_induction_head(learner: Callable[..., dict]) -> None:
         _, tokens, mask = run(vocab, seq, period, None)
         return tokens[:, 1:][mask]
 
-    compare("smeared_induction_head_weights (predicted repeated tokens)", predicted, answers, cases)
+    compare("smeared_induction_head_weights", predicted, answers, cases)  # the predicted repeated tokens
     for vocab, seq, period in cases:
         logits, tokens, mask = run(vocab, seq, period, learner(induction.HandBuiltLayout(vocab, seq), 20.0))
         loss = scores.masked_mean(scores.next_token_loss(logits, tokens), mask).item()
@@ -457,7 +457,7 @@ def check_smeared_induction_head(learner: Callable[..., dict]) -> None:
                 f"are predicted, but with a loss of {loss:.3f} nats (want < 0.01): is the attention sharp enough "
                 "(strength)?"
             )
-    print("PASSED smeared_induction_head_weights: the loss on repeated tokens is below 0.01 nats.")
+    print("PASSED smeared_induction_head_weights: repeated-token loss < 0.01 nats.")
 
 
 # --- chapter 7: ablation ---------------------------------------------------------------------
