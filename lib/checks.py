@@ -135,6 +135,45 @@ def check_mean_rank(mean_rank: Callable[[torch.Tensor, torch.Tensor], float]) ->
     compare("mean_rank", mean_rank, ocr.mean_rank, cases)
 
 
+def check_train_batch(train_batch: Callable[[Any, int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """Chapter 1: the learner's ``train_batch(task, batch_size, generator) -> (x (B, T), y (B,))``, the training mix."""
+    from lib import ocr
+
+    minimal, five = ocr.build_symbolic(), ocr.build_symbolic(ocr.SymbolicConfig(five_pairs=True))
+    cases = [(minimal, 6, 0), (minimal, 7, 1), (minimal, 8, 2), (five, 30, 3), (five, 100, 4)]  # 7 and 8: remainders
+
+    def with_generator(fn: Callable[..., Any]) -> Callable[..., Any]:
+        # a fresh generator per call, so the learner's and the reference's draws start from the same state
+        return lambda task, batch_size, seed: fn(task, batch_size, torch.Generator().manual_seed(seed))
+
+    compare("train_batch", with_generator(train_batch), with_generator(ocr.SymbolicTask.train_batch), cases)
+
+
+def check_symbolic_sequences(
+    symbolic_sequences: Callable[..., tuple[torch.Tensor, torch.Tensor]],
+) -> None:
+    """Chapter 1: the learner's ``symbolic_sequences(task, group, subjects, noise, where) -> (x, y)``."""
+    from lib import ocr
+
+    g = torch.Generator().manual_seed(4)
+    specs: list[tuple[ocr.SymbolicConfig, ocr.Group, int]] = [
+        (ocr.SymbolicConfig(), "test_implications", 6),
+        (ocr.SymbolicConfig(), "train_facts", 5),
+        (ocr.SymbolicConfig(five_pairs=True), "train_implications", 12),  # every rule has its own relation tokens
+        (ocr.SymbolicConfig(five_pairs=True, seq_len=6, n_noise=2), "test_facts", 9),
+    ]
+    cases = []
+    for config, group, n in specs:
+        task = ocr.build_symbolic(config)
+        pool = task.subjects_of(group)
+        subjects = pool[torch.randint(0, len(pool), (n,), generator=g)]
+        noise = task.noise_ids[torch.randint(0, len(task.noise_ids), (n, config.seq_len), generator=g)]
+        where = torch.randint(0, config.seq_len - 2, (n,), generator=g)
+        where[:2] = torch.tensor([0, config.seq_len - 3])  # both ends of the allowed range
+        cases.append((task, group, subjects, noise, where))
+    compare("symbolic_sequences", symbolic_sequences, ocr.symbolic_sequences, cases)
+
+
 # --- chapters 2-3: the one-layer factorized and merged models ---------------------------------
 
 
@@ -173,6 +212,36 @@ def check_candidate_accuracy(accuracy: Callable[[torch.Tensor, torch.Tensor, tor
     compare("candidate accuracy", accuracy, candidate_accuracy, cases)
 
 
+def check_merged_forward(forward: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Chapter 2: the learner's ``merged_forward(W_OV (d, d), W_KQ (d, d), tokens (B, T)) -> (B, d)``."""
+    from lib.onelayer import merged_forward_reference
+
+    g = torch.Generator().manual_seed(7)
+    cases = []
+    for d, B, T in ((4, 1, 3), (6, 3, 5), (9, 5, 1), (12, 4, 8)):
+        tokens = torch.randint(0, d, (B, T), generator=g)
+        tokens[:, T // 2] = tokens[:, -1]  # a repeated token (the query itself): it is counted twice
+        cases.append((torch.randn(d, d, generator=g), torch.randn(d, d, generator=g), tokens))
+    compare("merged forward", forward, merged_forward_reference, cases, atol=1e-4)
+
+
+def check_column_push(column_push: Callable[..., torch.Tensor]) -> None:
+    """Chapter 2: the learner's ``column_push(params, tokens (B, T), answers (B,), subject, rows (k,)) -> (k,)``."""
+    from lib.onelayer import column_push as reference
+
+    g = torch.Generator().manual_seed(8)
+    cases = []
+    for d, r, B, merged in ((6, 2, 4, True), (6, 2, 4, False), (10, 4, 12, True), (10, 4, 12, False)):
+        W_O, W_V, W_KQ = (torch.randn(*shape, generator=g) for shape in ((d, r), (d, r), (d, d)))
+        params = {"W_OV": W_O @ W_V.T, "W_KQ": W_KQ} if merged else {"W_O": W_O, "W_V": W_V, "W_KQ": W_KQ}
+        tokens = torch.randint(0, d, (B, 5), generator=g)
+        subject = int(tokens[0, 1])
+        cases.append(
+            (params, tokens, torch.randint(0, d, (B,), generator=g), subject, torch.randperm(d, generator=g)[:3])
+        )
+    compare("column_push", column_push, reference, cases, atol=1e-4)
+
+
 def check_multiclass_margins(margins: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Chapter 3: the learner's ``margins(logits (N, C), targets (N,)) -> (N,)``."""
     from lib.theory import multiclass_margins
@@ -199,6 +268,46 @@ def check_svt(svt: Callable[[torch.Tensor, float], torch.Tensor]) -> None:
         (torch.randn(6, 6, generator=g), 100.0),  # everything thresholded away
     ]
     compare("singular-value thresholding", svt, reference, cases, atol=1e-4)
+
+
+def check_balanced_factors(balanced_factors: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """Chapter 3: the learner's ``balanced_factors(W (m, n)) -> (A, B)`` with ``A B^T = W`` of least cost.
+
+    Factors are unique only up to signs (and rotations within repeated singular values), so the check compares what
+    does not depend on that: the product ``A B^T``, the cost ``(||A||^2 + ||B||^2) / 2``, and ``||A^T A - B^T B||``
+    (0 when balanced). Any inner width is accepted.
+    """
+    from lib.theory import balanced_factors as reference
+
+    def summary(fn: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]) -> Callable[[torch.Tensor], Any]:
+        def run(W: torch.Tensor) -> tuple[torch.Tensor, float, float]:
+            A, B = fn(W)
+            cost = 0.5 * float(A.square().sum() + B.square().sum())
+            return A @ B.T, cost, float(torch.linalg.matrix_norm(A.T @ A - B.T @ B))
+
+        return run
+
+    g = torch.Generator().manual_seed(9)
+    low_rank = torch.randn(6, 2, generator=g) @ torch.randn(2, 5, generator=g)
+    cases = [
+        (torch.diag(torch.tensor([4.0, 1.0])),),
+        (torch.randn(5, 3, generator=g),),
+        (torch.randn(3, 7, generator=g),),
+        (low_rank,),  # rank 2: three singular values are 0
+    ]
+    compare("balanced_factors", summary(balanced_factors), summary(reference), cases, atol=1e-4)
+
+
+def check_proximal_step(proximal_step: Callable[..., torch.Tensor]) -> None:
+    """Chapter 3: the learner's ``proximal_step(W (m, n), inputs (N, n), targets (N,), lr, lam) -> W``."""
+    from lib.theory import proximal_step as reference
+
+    g = torch.Generator().manual_seed(10)
+    cases = []
+    for m, n, N, lr, lam in ((3, 2, 4, 1.0, 0.0), (5, 4, 8, 0.5, 0.2), (6, 7, 10, 2.0, 0.05), (4, 4, 6, 1.0, 5.0)):
+        W = torch.randn(m, n, generator=g)
+        cases.append((W, torch.rand(N, n, generator=g), torch.randint(0, m, (N,), generator=g), lr, lam))
+    compare("proximal_step", proximal_step, reference, cases, atol=1e-4)
 
 
 def check_score_candidates(score_candidates: Callable[[Any, Any, str, Sequence[str]], torch.Tensor]) -> None:

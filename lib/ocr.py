@@ -721,6 +721,43 @@ class SymbolicTask:
         return (x, y) if device is None else (x.to(device), y.to(device))
 
 
+def symbolic_sequences(
+    task: SymbolicTask, group: Group, subjects: Tensor, noise: Tensor, where: Tensor
+) -> tuple[Tensor, Tensor]:
+    """Lay out the book's (fixed-layout) sequences from draws already made: the token layout, written out.
+
+    ``SymbolicTask.sample`` and ``SymbolicTask.fixed`` draw ``noise`` and ``where`` and then place the tokens exactly
+    like this (for ``relation_position="fixed"``); a unit test checks that both give the same sequences.
+
+    Args:
+        task: the symbolic task.
+        group: one of :data:`GROUPS`: a ``*_facts`` group asks each subject's fact relation (answer: its fact
+            value), a ``*_implications`` group its implication relation (answer: its implication value).
+        subjects: ``(n,)`` int64 subject indices.
+        noise: ``(n, seq_len)`` int64 background token ids (noise tokens); left unchanged.
+        where: ``(n,)`` int64 position of the subject, in ``[0, seq_len - 2)``.
+    Returns:
+        ``x`` ``(n, seq_len)``: ``noise`` with the subject at ``where``, the relation at ``seq_len - 2`` and EOS
+        at ``seq_len - 1``; ``y`` ``(n,)``: the answer token ids.
+    """
+    validate.one_of("group", group, GROUPS)
+    seq_len = task.config.seq_len
+    n = subjects.shape[0] if subjects.ndim == 1 else -1
+    if n < 0 or noise.shape != (n, seq_len) or where.shape != (n,):
+        raise ValueError(
+            f"need subjects (n,), noise (n, seq_len={seq_len}) and where (n,); got shapes "
+            f"{tuple(subjects.shape)}, {tuple(noise.shape)}, {tuple(where.shape)}"
+        )
+    if n and (where.min() < 0 or where.max() >= seq_len - 2):
+        raise ValueError(f"where must lie in [0, seq_len - 2 = {seq_len - 2}), got {where.min()}..{where.max()}")
+    fact = group.endswith("facts")
+    x = noise.clone()
+    x[torch.arange(n), where] = task.subject_ids[subjects]
+    x[:, -2] = (task.fact_relation_of if fact else task.implication_relation_of)[subjects]
+    x[:, -1] = task.eos_id
+    return x, (task.fact_of if fact else task.implication_of)[subjects]
+
+
 def build_symbolic(config: SymbolicConfig = SymbolicConfig()) -> SymbolicTask:
     """Build the symbolic task deterministically from ``config`` (same config -> identical task).
 

@@ -342,6 +342,47 @@ def forward_reference(W_O: Tensor, W_V: Tensor, W_KQ: Tensor, tokens: Tensor) ->
     return W_O @ W_V.T @ X.T @ X @ W_KQ @ X[-1]
 
 
+def merged_forward_reference(W_OV: Tensor, W_KQ: Tensor, tokens: Tensor) -> Tensor:
+    """The merged forward pass of ONE model on a batch, written with one-hot matrices (teaching, checks).
+
+    Args:
+        W_OV: ``(d, d)``; W_KQ: ``(d, d)``; tokens: ``(B, T)`` int64.
+    Returns:
+        ``(B, d)``: row ``b`` is ``f(X_b) = W_OV X_b^T X_b W_KQ x_{b,T}``.
+    """
+    X = F.one_hot(tokens, W_KQ.shape[0]).to(W_KQ.dtype)  # (B, T, d)
+    scores = X @ W_KQ @ X[:, -1, :, None]  # (B, T, 1): attention score of every position, seen from the last
+    return (X * scores).sum(1) @ W_OV.T
+
+
+def column_push(params: dict[str, Tensor], tokens: Tensor, answers: Tensor, subject: int, rows: Tensor) -> Tensor:
+    """How one plain gradient step (learning rate 1) moves the entries ``W_OV[rows, subject]``, to first order.
+
+    The loss is the mean cross-entropy of ``answers`` under :func:`merged_forward_reference` with
+    ``W_OV = params["W_OV"]`` (merged) or ``W_OV = W_O W_V^T`` (factorized, ``params`` has ``"W_O"`` and ``"W_V"``).
+    Merged: the step changes the entries themselves, ``-dL/dW_OV[rows, subject]``. Factorized: the step changes
+    ``W_V[subject]`` by ``-dL/dW_V[subject]``, which moves the entries by ``W_O[rows] @ (-dL/dW_V[subject])``
+    (the step on ``W_O`` is left out: it moves every column, not this subject's alone).
+
+    Args:
+        params: ``{"W_OV", "W_KQ"}`` or ``{"W_O", "W_V", "W_KQ"}``; ``W_OV, W_KQ`` ``(d, d)``, ``W_O, W_V`` ``(d, r)``.
+        tokens: ``(B, T)`` int64; answers: ``(B,)`` int64; subject: a token id; rows: ``(k,)`` int64 token ids.
+    Returns:
+        ``(k,)``.
+    """
+    if set(params) not in ({"W_OV", "W_KQ"}, {"W_O", "W_V", "W_KQ"}):
+        raise ValueError(f'params must have keys {{"W_OV", "W_KQ"}} or {{"W_O", "W_V", "W_KQ"}}, got {sorted(params)}')
+    validate.index("subject", subject, params["W_KQ"].shape[0])
+    merged = "W_OV" in params
+    moved = (params["W_OV"] if merged else params["W_V"]).detach().requires_grad_(True)
+    W_OV = moved if merged else params["W_O"].detach() @ moved.T
+    logits = merged_forward_reference(W_OV, params["W_KQ"].detach(), tokens)
+    (grad,) = torch.autograd.grad(F.cross_entropy(logits, answers), moved)
+    if merged:
+        return -grad[rows, subject]
+    return params["W_O"].detach()[rows] @ -grad[subject]
+
+
 def candidate_accuracy(logits: Tensor, answers: Tensor, candidates: Tensor) -> float:
     """Fraction of examples whose answer has the largest logit among ``candidates`` (e.g. the implication values).
 

@@ -136,6 +136,40 @@ def svt_by_eigh(W: Tensor, tau: float) -> Tensor:
     return (U * keep) @ (U.T @ W)
 
 
+def balanced_factors(W: Tensor) -> tuple[Tensor, Tensor]:
+    """The balanced factorization ``W = A B^T``: ``A = U S^{1/2}``, ``B = V S^{1/2}`` from the SVD ``W = U S V^T``.
+
+    Of all factorizations of ``W`` it has the smallest ``(||A||_F^2 + ||B||_F^2) / 2``, and that smallest value is
+    ``||W||_*``; it is also balanced, ``A^T A = B^T B = S``.
+
+    Args:
+        W: ``(m, n)``.
+    Returns:
+        ``A`` ``(m, k)`` and ``B`` ``(n, k)``, ``k = min(m, n)``.
+    """
+    U, s, Vh = torch.linalg.svd(W, full_matrices=False)
+    root = s.sqrt()
+    return U * root, Vh.T * root
+
+
+def proximal_step(W: Tensor, inputs: Tensor, targets: Tensor, lr: float, lam: float) -> Tensor:
+    """One proximal-gradient step on ``mean cross-entropy(inputs @ W.T, targets) + lam * ||W||_*``.
+
+    A plain gradient step on the cross-entropy, then singular-value thresholding by ``lr * lam`` (:func:`svt`, the
+    proximal map of ``lr * lam * ||W||_*``).
+
+    Args:
+        W: ``(m, n)`` answer x input map; inputs: ``(N, n)`` bags; targets: ``(N,)`` row index of each answer.
+    Returns:
+        the next ``W``, ``(m, n)``.
+    """
+    validate.positive_number("lr", lr)
+    validate.non_negative_number("lam", lam)
+    probs = (inputs @ W.T).softmax(-1)  # (N, m)
+    probs[torch.arange(len(targets)), targets] -= 1  # d loss / d logits, times N
+    return svt(W - lr * probs.T @ inputs / len(targets), lr * lam)
+
+
 def shrink(W: Tensor, tau: float) -> Tensor:
     """The proximal map of ``tau * ||W||_F``: scales ``W`` towards 0 by ``tau`` in Frobenius norm (floor 0)."""
     norm = torch.linalg.matrix_norm(W)

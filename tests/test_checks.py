@@ -68,6 +68,37 @@ def mean_rank_one_indexed(candidate_scores, answer):
     return ocr.mean_rank(candidate_scores, answer) + 1
 
 
+def train_batch_leaking_test_implications(task, batch_size, generator):  # the held-out group in training
+    groups = ("train_facts", "train_implications", "test_implications")
+    parts = [task.sample(g, (batch_size + i) // 3, generator) for i, g in enumerate(groups)]
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+
+def train_batch_dropping_the_remainder(task, batch_size, generator):  # batch_size // 3 each: too short
+    parts = [task.sample(g, batch_size // 3, generator) for g in ocr.TRAIN_GROUPS]
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+
+def symbolic_sequences_always_the_fact_relation(task, group, subjects, noise, where):
+    x, y = ocr.symbolic_sequences(task, group, subjects, noise, where)
+    x[:, -2] = task.fact_relation_of[subjects]
+    return x, y
+
+
+def symbolic_sequences_one_relation_token(task, group, subjects, noise, where):  # r2 of the first rule for all
+    x, y = ocr.symbolic_sequences(task, group, subjects, noise, where)
+    x[:, -2] = (task.fact_relation_of if group.endswith("facts") else task.implication_relation_of)[0]
+    return x, y
+
+
+def symbolic_sequences_subject_one_to_the_right(task, group, subjects, noise, where):  # off by one
+    x, y = ocr.symbolic_sequences(task, group, subjects, noise, where)
+    rows = torch.arange(len(subjects))
+    x[rows, where] = noise[rows, where]
+    x[rows, where + 1] = task.subject_ids[subjects]  # may overwrite the relation at seq_len - 2
+    return x, y
+
+
 # Chapters 2-3: the one-layer models and the theory.
 
 
@@ -85,6 +116,44 @@ def margins_against_every_class(logits, targets):  # the max includes the target
 
 def svt_entry_wise(W, tau):  # shrinks the entries, not the singular values
     return W.sign() * (W.abs() - tau).clamp_min(0)
+
+
+def merged_forward_softmax_attention(W_OV, W_KQ, tokens):  # the chapter's attention has no softmax
+    X = torch.nn.functional.one_hot(tokens, W_KQ.shape[0]).float()
+    scores = (X @ W_KQ @ X[:, -1, :, None]).softmax(1)
+    return (X * scores).sum(1) @ W_OV.T
+
+
+def merged_forward_query_first_token(W_OV, W_KQ, tokens):  # reads the attention from the first position
+    X = torch.nn.functional.one_hot(tokens, W_KQ.shape[0]).float()
+    return (X * (X @ W_KQ @ X[:, 0, :, None])).sum(1) @ W_OV.T
+
+
+def column_push_ascending(params, tokens, answers, subject, rows):  # the gradient itself: a step uphill
+    return -onelayer.column_push(params, tokens, answers, subject, rows)
+
+
+def column_push_through_W_V(params, tokens, answers, subject, rows):  # factorized: W_V[rows] instead of W_O[rows]
+    if "W_OV" in params:
+        return onelayer.column_push(params, tokens, answers, subject, rows)
+    return onelayer.column_push(params | {"W_O": params["W_V"]}, tokens, answers, subject, rows)
+
+
+def balanced_factors_unbalanced(W):  # A = U S, B = V: the right product, a larger cost
+    U, s, Vh = torch.linalg.svd(W, full_matrices=False)
+    return U * s, Vh.T
+
+
+def balanced_factors_all_in_A(W):  # A = W, B = I: the right product, cost (||W||_F^2 + n) / 2
+    return W, torch.eye(W.shape[1])
+
+
+def proximal_step_threshold_lam(W, inputs, targets, lr, lam):  # thresholds by lam, not lr * lam
+    return theory.svt(theory.proximal_step(W, inputs, targets, lr, 0.0), lam)
+
+
+def proximal_step_svt_first(W, inputs, targets, lr, lam):  # thresholds, then steps
+    return theory.proximal_step(theory.svt(W, lr * lam), inputs, targets, lr, 0.0)
 
 
 # Chapter 4: the pretrained-style language model.
@@ -302,10 +371,40 @@ ROWS = [
         (Wrong(split_subjects_rounding_half_to_even), Wrong(split_subjects_test_before_train)),
     ),
     Row(checks.check_mean_rank, ocr.mean_rank, (Wrong(mean_rank_ignoring_ties), Wrong(mean_rank_one_indexed))),
+    Row(
+        checks.check_train_batch,
+        ocr.SymbolicTask.train_batch,
+        (Wrong(train_batch_leaking_test_implications), Wrong(train_batch_dropping_the_remainder)),
+    ),
+    Row(
+        checks.check_symbolic_sequences,
+        ocr.symbolic_sequences,
+        (
+            Wrong(symbolic_sequences_always_the_fact_relation),
+            Wrong(symbolic_sequences_one_relation_token),
+            Wrong(symbolic_sequences_subject_one_to_the_right),
+        ),
+    ),
     Row(checks.check_factorized_forward, onelayer.forward_reference, (Wrong(forward_with_key_and_query_swapped),)),
     Row(checks.check_candidate_accuracy, onelayer.candidate_accuracy, (Wrong(accuracy_over_all_tokens),)),
+    Row(
+        checks.check_merged_forward,
+        onelayer.merged_forward_reference,
+        (Wrong(merged_forward_softmax_attention), Wrong(merged_forward_query_first_token)),
+    ),
+    Row(checks.check_column_push, onelayer.column_push, (Wrong(column_push_ascending), Wrong(column_push_through_W_V))),
     Row(checks.check_multiclass_margins, theory.multiclass_margins, (Wrong(margins_against_every_class),)),
     Row(checks.check_svt, theory.svt, (Wrong(svt_entry_wise),)),
+    Row(
+        checks.check_balanced_factors,
+        theory.balanced_factors,
+        (Wrong(balanced_factors_unbalanced), Wrong(balanced_factors_all_in_A)),
+    ),
+    Row(
+        checks.check_proximal_step,
+        theory.proximal_step,
+        (Wrong(proximal_step_threshold_lam), Wrong(proximal_step_svt_first)),
+    ),
     Row(checks.check_score_candidates, lm.score_candidates, (Wrong(score_first_token_only),)),
     Row(checks.check_mean_rank_by_pair, lm.mean_rank_by_pair, (Wrong(mean_rank_over_all_pairs),)),
     Row(

@@ -304,3 +304,35 @@ def test_figures(five):
     with pytest.raises(ValueError, match="kinds"):
         plot.ocr_token_layout(["a"], ["vowel"], "b")
     plt.close("all")
+
+
+# --- symbolic_sequences: the layout from given draws ---------------------------------------------
+
+
+@pytest.mark.parametrize("five_pairs", [False, True])
+@pytest.mark.parametrize("group", ["test_implications", "train_facts", "test_facts", "train_implications"])
+def test_symbolic_sequences_reproduce_fixed(five_pairs, group):
+    from lib.ocr import symbolic_sequences
+
+    t = build_symbolic(SymbolicConfig(five_pairs=five_pairs))
+    subjects = t.subjects_of(group).repeat_interleave(3)
+    g = torch.Generator().manual_seed(7)  # the draws of SymbolicTask._sequences, in its order
+    noise = t.noise_ids[torch.randint(0, len(t.noise_ids), (len(subjects), t.config.seq_len), generator=g)]
+    where = torch.randint(0, t.config.seq_len - 2, (len(subjects),), generator=g)
+    before = noise.clone()
+    x, y = symbolic_sequences(t, group, subjects, noise, where)
+    ex, ey = t.fixed(group, per_subject=3, seed=7)
+    assert torch.equal(x, ex) and torch.equal(y, ey)
+    assert torch.equal(noise, before), "the noise is left unchanged"
+
+
+def test_symbolic_sequences_rejects_bad_shapes_and_positions(minimal):
+    from lib.ocr import symbolic_sequences
+
+    noise = torch.zeros(2, 16, dtype=torch.long)
+    with pytest.raises(ValueError, match="noise"):
+        symbolic_sequences(minimal, "train_facts", torch.tensor([0, 1]), noise[:, :5], torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="where must lie"):
+        symbolic_sequences(minimal, "train_facts", torch.tensor([0, 1]), noise, torch.tensor([0, 14]))
+    with pytest.raises(ValueError, match="group"):
+        symbolic_sequences(minimal, "facts", torch.tensor([0, 1]), noise, torch.tensor([0, 1]))  # type: ignore[arg-type]

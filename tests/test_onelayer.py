@@ -208,3 +208,46 @@ def test_task_helpers_on_the_symbolic_task():
 def test_candidate_accuracy_rejects_answers_outside_the_candidates():
     with pytest.raises(ValueError, match="candidates"):
         candidate_accuracy(torch.zeros(1, 4), torch.tensor([0]), torch.tensor([2, 3]))
+
+
+# --- merged_forward_reference and column_push -----------------------------------------------------
+
+
+def test_merged_forward_reference_matches_the_batched_model():
+    from lib.onelayer import OneLayer, OneLayerConfig, merged_forward_reference
+
+    model = OneLayer(OneLayerConfig(12, d_embed=12, parameterization="merged", n_seeds=2, init_scale=0.5))
+    tokens = torch.randint(0, 12, (5, 6), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = model(tokens)
+        for s in range(2):
+            assert torch.allclose(
+                merged_forward_reference(model.W_OV[s], model.W_KQ[s], tokens), expected[s], atol=1e-5
+            )
+
+
+def test_column_push_merged_is_the_negative_gradient_and_factorized_goes_through_W_O():
+    from lib.onelayer import column_push, merged_forward_reference
+
+    g = torch.Generator().manual_seed(1)
+    d, r = 10, 4
+    W_O, W_V, W_KQ = (torch.randn(*shape, generator=g, dtype=torch.float64) for shape in ((d, r), (d, r), (d, d)))
+    tokens = torch.randint(0, d, (6, 5), generator=g)
+    answers = torch.randint(0, d, (6,), generator=g)
+    rows = torch.tensor([7, 2, 9])
+    # merged: a small step along the push changes the loss like -|push|^2 (first order)
+    W_OV = (W_O @ W_V.T).requires_grad_(True)
+    loss = torch.nn.functional.cross_entropy(merged_forward_reference(W_OV, W_KQ, tokens), answers)
+    (grad,) = torch.autograd.grad(loss, W_OV)
+    push = column_push({"W_OV": W_OV.detach(), "W_KQ": W_KQ}, tokens, answers, 3, rows)
+    assert torch.allclose(push, -grad[rows, 3])
+    # factorized: a small step eps on W_V[3] moves W_OV[rows, 3] by eps times the push
+    fpush = column_push({"W_O": W_O, "W_V": W_V, "W_KQ": W_KQ}, tokens, answers, 3, rows)
+    Wv = W_V.clone().requires_grad_(True)
+    loss = torch.nn.functional.cross_entropy(merged_forward_reference(W_O @ Wv.T, W_KQ, tokens), answers)
+    (gv,) = torch.autograd.grad(loss, Wv)
+    eps = 1e-3
+    moved = W_O @ (W_V - eps * gv * (torch.arange(d) == 3)[:, None]).T  # W_OV is linear in W_V: exact up to rounding
+    assert torch.allclose((moved - W_O @ W_V.T)[rows, 3] / eps, fpush, atol=1e-8)
+    with pytest.raises(ValueError, match="params must have keys"):
+        column_push({"W_OV": W_OV}, tokens, answers, 3, rows)

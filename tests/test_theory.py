@@ -178,3 +178,38 @@ def test_svt_by_eigh_matches_svt():
     repeated = torch.eye(6, dtype=torch.float64)[:4] * 2.0  # four equal singular values
     torch.testing.assert_close(svt_by_eigh(repeated, 0.5), repeated * 0.75)
     torch.testing.assert_close(svt_by_eigh(repeated, 3.0), torch.zeros(4, 6, dtype=torch.float64))
+
+
+# --- balanced_factors and proximal_step ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 7), (4, 4)])
+def test_balanced_factors_reach_the_nuclear_norm(shape):
+    from lib.theory import balanced_factors
+
+    g = torch.Generator().manual_seed(0)
+    W = torch.randn(*shape, generator=g, dtype=torch.float64)
+    A, B = balanced_factors(W)
+    assert torch.allclose(A @ B.T, W)
+    cost = 0.5 * (A.square().sum() + B.square().sum())
+    assert torch.isclose(cost, torch.linalg.matrix_norm(W, "nuc"))
+    assert torch.allclose(A.T @ A, B.T @ B)
+    # any other factorization (A R, B R^{-T}) costs more
+    R = torch.randn(A.shape[1], A.shape[1], generator=g, dtype=torch.float64)
+    other = 0.5 * ((A @ R).square().sum() + (B @ torch.linalg.inv(R).T).square().sum())
+    assert other > cost
+
+
+def test_proximal_step_is_gradient_then_svt():
+    from lib.theory import proximal_step, svt
+
+    g = torch.Generator().manual_seed(1)
+    W = torch.randn(6, 4, generator=g)
+    inputs = torch.randn(9, 4, generator=g)
+    targets = torch.randint(0, 6, (9,), generator=g)
+    Wg = W.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(torch.nn.functional.cross_entropy(inputs @ Wg.T, targets), Wg)
+    assert torch.allclose(proximal_step(W, inputs, targets, 0.5, 0.2), svt(W - 0.5 * grad, 0.1), atol=1e-6)
+    assert torch.allclose(proximal_step(W, inputs, targets, 0.5, 0.0), W - 0.5 * grad, atol=1e-6)
+    with pytest.raises(ValueError, match="lam"):
+        proximal_step(W, inputs, targets, 0.5, -1.0)
