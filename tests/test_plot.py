@@ -288,6 +288,12 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ),
         {},
     ),
+    # --- diagrams (chapters 2, 5 and 7)
+    ("output_value_map_diagram", "r = d", (128, 128), {}),
+    ("output_value_map_diagram", "low rank", (), {"d": 128, "r": 4}),
+    ("induction_circuit_diagram", "default tokens", (), {}),
+    ("induction_circuit_diagram", "named tokens", ("cat", "sat"), {}),
+    ("ablation_diagram", "named heads", ("L0H3", "L1H1"), {}),
     # --- chapter 4: prior knowledge (appended)
     (
         "ocr_rank_curves",
@@ -385,6 +391,31 @@ def test_classifier_labels_do_not_overlap() -> None:
     assert len(boxes) == 4, "one shared label per model"
     overlapping = [(i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])]
     assert not overlapping, f"labels {overlapping} overlap"
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "match"),
+    [
+        ("output_value_map_diagram", (0, 4), "d must be a positive integer"),
+        ("output_value_map_diagram", (8, 2.5), "r must be a positive integer"),
+        ("induction_circuit_diagram", ("", "B"), "first must be a token name"),
+        ("ablation_diagram", ("L0H0", "a very long name"), "reader must be a head name"),
+    ],
+)
+def test_diagrams_reject_bad_input(name: str, args: tuple[Any, ...], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        getattr(plot, name)(*args)
+    plt.close("all")
+
+
+def test_new_figure_allows_at_most_three_panels_a_row() -> None:
+    from lib.plot._common import new_figure
+
+    with pytest.raises(ValueError, match="ncols must be at most 3"):
+        new_figure(4)
+    fig, axes = new_figure(3, 1, width=5.0)
+    assert fig.get_size_inches()[0] <= 8.0 and axes.shape == (1, 3), "three 5-inch panels shrink to the column"
     plt.close(fig)
 
 

@@ -8,6 +8,7 @@ Chapters call them through this package, e.g. ``from lib import plot; plot.ocr_l
 - :mod:`lib.plot.induction`: induction heads (chapter 5).
 - :mod:`lib.plot.smear`: smeared keys (chapter 6).
 - :mod:`lib.plot.ablation`: ablation (chapter 7).
+- :mod:`lib.plot.diagrams`: schematics of the mechanisms (chapters 2, 5 and 7), drawn in code.
 - :mod:`lib.plot._common`: the helpers they share (conversion to NumPy, axes set-up, labels, layout).
 """
 
@@ -18,6 +19,7 @@ from lib.plot.ablation import (
     ablation_over_training,
     icl_with_heads_removed,
 )
+from lib.plot.diagrams import ablation_diagram, induction_circuit_diagram, output_value_map_diagram
 from lib.plot.induction import (
     attention_before_during_after,
     attention_pattern,
@@ -80,4 +82,8 @@ __all__ = [
     "icl_with_heads_removed",
     "ablated_loss_along_sequence",
     "ablated_loss_grid",
+    # diagrams (chapters 2, 5 and 7)
+    "output_value_map_diagram",
+    "induction_circuit_diagram",
+    "ablation_diagram",
 ]
