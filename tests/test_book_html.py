@@ -122,3 +122,12 @@ def test_glossary_terms_are_linked_from_every_chapter():
         unresolved = [t for t in targets if t not in terms]
         assert not unresolved, f"{page.name}: term links to no glossary entry: {unresolved}"
         assert "{term}" not in main.get_text(), f"{page.name} shows a raw {{term}} role"
+
+
+def test_performance_page_shows_the_bench_figures_and_grouped_tables():
+    main = main_of(HTML / "chapters" / "performance.html")
+    sources = [img["src"] for img in main.select("img")]
+    assert any("chapter_times" in s for s in sources) and any("time_to_phase_change" in s for s in sources), sources
+    assert all((HTML / "chapters" / s).resolve().is_file() for s in sources), "a figure of the page is missing"
+    headings = [h.get_text(" ", strip=True).rstrip("#") for h in main.select("h2, h3")]
+    assert "Chapters" in headings and "Training benchmarks" in headings, headings

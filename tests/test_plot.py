@@ -294,6 +294,9 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
     ("induction_circuit_diagram", "default tokens", (), {}),
     ("induction_circuit_diagram", "named tokens", ("cat", "sat"), {}),
     ("ablation_diagram", "named heads", ("L0H3", "L1H1"), {}),
+    # --- the Performance page (bench/run_all.py)
+    ("chapter_times", "one over budget", ({"00_start_here": 5.7, "06_smeared_keys": 95.0},), {"budget": 90.0}),
+    ("time_to_phase_change", "book vs plain", ({"steps": 350, "seconds": 6.7}, {"steps": 1525, "seconds": 45.8}), {}),
     # --- chapter 4: prior knowledge (appended)
     (
         "ocr_rank_curves",
@@ -401,6 +404,8 @@ def test_classifier_labels_do_not_overlap() -> None:
         ("output_value_map_diagram", (8, 2.5), "r must be a positive integer"),
         ("induction_circuit_diagram", ("", "B"), "first must be a token name"),
         ("ablation_diagram", ("L0H0", "a very long name"), "reader must be a head name"),
+        ("chapter_times", ({}, 90.0), "seconds must name at least one chapter"),
+        ("time_to_phase_change", ({"steps": 1}, {"steps": 1, "seconds": 1}), "book must give exactly"),
     ],
 )
 def test_diagrams_reject_bad_input(name: str, args: tuple[Any, ...], match: str) -> None:
