@@ -129,5 +129,27 @@ def test_performance_page_shows_the_bench_figures_and_grouped_tables():
     sources = [img["src"] for img in main.select("img")]
     assert any("chapter_times" in s for s in sources) and any("time_to_phase_change" in s for s in sources), sources
     assert all((HTML / "chapters" / s).resolve().is_file() for s in sources), "a figure of the page is missing"
-    headings = [h.get_text(" ", strip=True).rstrip("#") for h in main.select("h2, h3")]
+    headings = [h.get_text(" ", strip=True).rstrip("#").strip() for h in main.select("h2, h3")]
     assert "Chapters" in headings and "Training benchmarks" in headings, headings
+
+
+# Figures are made at most 8 inches wide (lib.plot._common.MAX_WIDTH, 800 px at 100 dpi) plus the crop's padding;
+# shown in the ~690 px column they shrink by at most ~0.8, so their text stays readable.
+MAX_FIGURE_PX = 850
+
+
+def png_width(path) -> int:
+    """Pixel width of a PNG file, from its header."""
+    return int.from_bytes(path.read_bytes()[16:20], "big")
+
+
+def test_figures_fit_the_page_column():
+    widths = {
+        f"{page.name}: {img['src']}": png_width((page.parent / img["src"]).resolve())
+        for page in CHAPTER_PAGES
+        for img in main_of(page).select("img")
+        if img["src"].endswith(".png")
+    }
+    assert widths, "no figures found"
+    too_wide = {name: w for name, w in widths.items() if w > MAX_FIGURE_PX}
+    assert not too_wide, f"figures wider than {MAX_FIGURE_PX} px: {too_wide}"

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation
 
 from lib.plot._common import (
     ICL_SCORE_LABEL,
@@ -251,6 +252,7 @@ def induction_head_classifier(
                 textcoords="offset points",
                 ha="left" if dx > 0 else "right",
                 color=points.get_facecolor()[0],
+                zorder=5,  # above every model's markers
             )
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-1.05, 1.05)
@@ -263,14 +265,42 @@ def induction_head_classifier(
         legend=True,
         legend_loc="lower left",
     )
-    return finish_figure(fig)
+    fig = finish_figure(fig)
+    _separate_labels(ax)
+    return fig
+
+
+def _separate_labels(ax: Axes, *, step: float = 9.0, tries: int = 12) -> None:
+    """Move the axes' annotations so that none leaves the axes or overlaps an earlier one: a label that would
+    cross the right edge goes to the left of its point, one that overlaps is pushed down ``step`` points at a
+    time (at most ``tries`` times)."""
+    fig = figure_of(ax)
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    frame = ax.get_window_extent(renderer)
+    placed: list = []
+    for label in [t for t in ax.texts if isinstance(t, Annotation)]:
+        dx, dy = label.get_position()
+        box = label.get_window_extent(renderer)
+        if box.x1 > frame.x1:
+            label.set_horizontalalignment("right")
+            label.set_position((-abs(dx), dy))
+        for _ in range(tries):
+            box = label.get_window_extent(renderer)
+            if box.y1 > frame.y1:
+                dy -= step
+            elif any(box.overlaps(other) for other in placed):
+                dy -= step
+            else:
+                break
+            label.set_position((label.get_position()[0], dy))
+        placed.append(label.get_window_extent(renderer))
 
 
 def _nearby_groups(
-    names: Sequence[str], x: np.ndarray, y: np.ndarray, *, dx: float = 0.08, dy: float = 0.16
+    names: Sequence[str], x: np.ndarray, y: np.ndarray, *, dx: float = 0.1, dy: float = 0.16
 ) -> list[tuple[list[str], tuple[float, float]]]:
     """Points within ``dx`` and ``dy`` of a group's first point join that group: ``(names, first point)`` each,
-    at most three names a label (the rest as "+k")."""
+    at most four names a label (the rest as "+k")."""
     groups: list[tuple[list[str], tuple[float, float]]] = []
     for name, px, py in zip(names, x.tolist(), y.tolist()):
         for members, (gx, gy) in groups:
@@ -279,7 +309,7 @@ def _nearby_groups(
                 break
         else:
             groups.append(([name], (px, py)))
-    return [(m if len(m) <= 3 else [*m[:2], f"+{len(m) - 2}"], at) for m, at in groups]
+    return [(m if len(m) <= 4 else [*m[:3], f"+{len(m) - 3}"], at) for m, at in groups]
 
 
 def attention_pattern(
