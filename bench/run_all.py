@@ -23,6 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 PAGE = ROOT / "chapters" / "performance.md"
+FIGURES = ROOT / "chapters" / "performance_figures"
+"""The page's figures, drawn from the measured numbers (PNG files the page links; committed with it)."""
+CHAPTER_BUDGET = 90.0
+"""Seconds a chapter may take, top to bottom on a laptop CPU."""
+BOOK_BUDGET = 480.0
+"""Seconds all chapters together may take."""
 MICRO = [
     "ocr_train",
     "ocr_rank_sweep",
@@ -32,20 +38,45 @@ MICRO = [
     "smear_train",
     "ablation_sweep",
 ]
+CHAPTER_OF = {
+    "ocr_train": "chapter 2",
+    "ocr_rank_sweep": "chapter 2",
+    "ocr_theory": "chapter 3",
+    "prior_knowledge": "chapter 4",
+    "induction_train": "chapter 5",
+    "smear_train": "chapter 6",
+    "ablation_sweep": "chapter 7",
+}
+"""The chapter each micro-benchmark measures (the page groups its table by it)."""
 
-NOTES = """## Reading the numbers
-
-- **8 seeds batched vs one seed (target: at most 2x).** Not met on the CPU. A profile of one training step of
-  chapter 2's factorized model (one torch thread) shows why: the forward pass of 8 seeds is 2.8 ms against 0.28 ms
-  for one seed, because the output map's products grow with the number of seeds (8 x 252 sequences x 128 x 128
-  per matrix product) and a CPU core is already busy with one seed's. Batching still beats training the seeds one
-  after another (the "sequential / batched" line). Data generation no longer grows with the seeds: all seeds'
-  batches come from one sampler call (0.4 ms for 8 seeds). The target needs hardware that one seed leaves idle, a GPU.
+NOTES = """\
+- **8 seeds batched vs one seed (chapter 2; target: at most 2x).** Not met on the CPU. A profile of one training
+  step of chapter 2's factorized model (one torch thread) shows why: the forward pass of 8 seeds is 2.8 ms against
+  0.28 ms for one seed, because the output map's products grow with the number of seeds (8 x 252 sequences x 128 x
+  128 per matrix product) and a CPU core is already busy with one seed's. Batching still beats training the seeds
+  one after another (the "sequential / batched" line). Data generation no longer grows with the seeds: all seeds'
+  batches come from one sampler call (0.4 ms for 8 seeds). The target needs hardware that one seed leaves idle, a
+  GPU.
 - **Ablation sweep.** Batching all ablations of a checkpoint into one forward pass is slower than one pass per
   ablation on the CPU (larger tensors, no idle hardware to fill); it is meant for a GPU.
 - **GPU.** `bench/gpu_check.sh` runs every chapter and these benchmarks on a CUDA machine; no CUDA machine was
   available when this page was generated, so there are no GPU numbers here yet.
 """
+
+
+def speed_note(micro: dict) -> str:
+    """Chapter 5's set-up against the plain loop, in words, from ``induction_train``'s numbers (empty if absent)."""
+    numbers = micro.get("induction_train", {})
+    steps, wall = numbers.get("plain / book steps"), numbers.get("plain / book wall time")
+    if steps is None or wall is None:
+        return ""
+    return (
+        "- **Time to the phase change (chapter 5).** `induction_train` compares chapter 5's set-up with a plain\n"
+        "  transformer_lens loop (a segment repeated once and then fresh random tokens, lr 1e-3, batch 64). The\n"
+        f"  plain loop needs {steps:.1f} times the steps and {wall:.1f} times the wall time to the phase change.\n"
+        "  Most of the gain is in the number of steps: a segment that repeats until the sequence is full gives\n"
+        "  every sequence many more tokens to learn induction from.\n"
+    )
 
 
 def machine() -> dict[str, str]:
@@ -85,41 +116,98 @@ def time_chapter(path: Path) -> float:
     return time.perf_counter() - start
 
 
-def markdown(results: dict) -> str:
+def table(rows: list[tuple[str, str, str]]) -> str:
     lines = ["| measure | seconds / value | target |", "|---|---|---|"]
+    return "\n".join(lines + [f"| {a} | {b} | {c} |" for a, b, c in rows])
+
+
+def chapter_rows(results: dict) -> list[tuple[str, str, str]]:
+    rows = []
     for name, secs in results.get("chapters", {}).items():
-        verdict = "met" if secs <= 90 else "NOT met"
-        lines.append(f"| chapter `{name}` | {secs:.1f} s | <= 90 s ({verdict}) |")
+        verdict = "met" if secs <= CHAPTER_BUDGET else "NOT met"
+        rows.append((f"chapter `{name}`", f"{secs:.1f} s", f"<= {CHAPTER_BUDGET:.0f} s ({verdict})"))
     if results.get("chapters"):
         total = sum(results["chapters"].values())
-        lines.append(f"| all chapters | {total:.1f} s | <= 480 s ({'met' if total <= 480 else 'NOT met'}) |")
+        verdict = "met" if total <= BOOK_BUDGET else "NOT met"
+        rows.append(("all chapters", f"{total:.1f} s", f"<= {BOOK_BUDGET:.0f} s ({verdict})"))
     cold = RESULTS / "cold_make_test.json"
     if cold.is_file():  # written by bench/cold_make_test.sh (a fresh clone's `make test`)
         measured = json.loads(cold.read_text())
         secs = measured["cold make test, set-up included (s)"]
-        lines.append(
-            f"| cold `make test` on a fresh clone, set-up included ({measured['date']}) | {secs / 60:.1f} min | "
-            f"<= 20 min ({'met' if secs <= 1200 else 'NOT met'}) |"
+        rows.append(
+            (
+                f"cold `make test` on a fresh clone, set-up included ({measured['date']})",
+                f"{secs / 60:.1f} min",
+                f"<= 20 min ({'met' if secs <= 1200 else 'NOT met'})",
+            )
         )
+    return rows
+
+
+def micro_rows(numbers: dict) -> list[tuple[str, str, str]]:
+    return [(key, f"{value:.3g}" if isinstance(value, float) else str(value), "") for key, value in numbers.items()]
+
+
+def markdown(results: dict) -> str:
+    """The measured numbers as tables: the chapters, then one table per micro-benchmark, by chapter."""
+    parts = []
+    if chapter_rows(results):
+        parts.append("## Chapters\n\n" + table(chapter_rows(results)))
+    if results.get("micro"):
+        parts.append("## Training benchmarks\n\nEach benchmark times the book's code against a plain reference loop.")
     for bench, numbers in results.get("micro", {}).items():
-        for key, value in numbers.items():
-            shown = f"{value:.3g}" if isinstance(value, float) else str(value)
-            lines.append(f"| {bench}: {key} | {shown} | |")
-    return "\n".join(lines)
+        where = f" ({CHAPTER_OF[bench]})" if bench in CHAPTER_OF else ""
+        parts.append(f"### `{bench}`{where}\n\n" + table(micro_rows(numbers)))
+    return "\n\n".join(parts)
+
+
+def write_figures(results: dict) -> list[tuple[str, str]]:
+    """Draw the page's figures from ``results`` into :data:`FIGURES`; ``(file name, caption)`` of each drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from lib import plot
+
+    FIGURES.mkdir(exist_ok=True)
+    drawn = []
+    if results.get("chapters"):
+        fig = plot.chapter_times(results["chapters"], CHAPTER_BUDGET)
+        fig.savefig(FIGURES / "chapter_times.png", bbox_inches="tight")
+        drawn.append(("chapter_times.png", f"Each chapter's run time against the {CHAPTER_BUDGET:.0f}-second budget."))
+    numbers = results.get("micro", {}).get("induction_train", {})
+    keys = {
+        "book": ("book phase-change step", "book phase-change s (target <= 20)"),
+        "plain": ("plain phase-change step", "plain phase-change s"),
+    }
+    if all(numbers.get(k) is not None for pair in keys.values() for k in pair):
+        book, plain = ({"steps": numbers[s], "seconds": numbers[t]} for s, t in keys.values())
+        fig = plot.time_to_phase_change(book, plain)
+        fig.savefig(FIGURES / "time_to_phase_change.png", bbox_inches="tight")
+        drawn.append(("time_to_phase_change.png", "Chapter 5's set-up against a plain loop, to the phase change."))
+    return drawn
 
 
 def write_page(results: dict) -> None:
     m = results["machine"]
+    figures = "".join(
+        f"```{{figure}} performance_figures/{name}\n:width: 100%\n\n{caption}\n```\n\n"
+        for name, caption in write_figures(results)
+    )
     PAGE.write_text(
         "# Performance\n\n"
-        "How long the book takes to run, measured by `make bench` (`bench/run_all.py`); this page is generated "
-        "from its latest run. Chapters are executed top to bottom in a fresh kernel, as the book build does; "
-        "training benchmarks compare the book's code with a plain reference loop in the same run.\n\n"
+        "How long the book takes to run, measured by `make bench` (`bench/run_all.py`); this page, its tables and "
+        "its figures are generated from its latest run. Chapters are executed top to bottom in a fresh kernel, as "
+        "the book build does; training benchmarks compare the book's code with a plain reference loop in the same "
+        "run.\n\n"
         f"Measured on {m['date']}: {m['platform']}, {m['cpu cores']} CPU cores, device `{m['device']}`"
         f"{', ' + m['gpu'] if 'gpu' in m else ''}, Python {m['python']}, torch {m['torch']}.\n\n"
-        + markdown(results)
-        + "\n\n"
+        + figures
+        + "## Reading the numbers\n\n"
+        + speed_note(results.get("micro", {}))
         + NOTES
+        + "\n"
+        + markdown(results)
+        + "\n"
     )
 
 
@@ -130,6 +218,11 @@ def main() -> None:
     parser.add_argument("--no-page", action="store_true", help="do not rewrite chapters/performance.md")
     parser.add_argument("--name", default="latest", help="results file stem under bench/results/ (default: latest)")
     parser.add_argument(
+        "--page-only",
+        action="store_true",
+        help="run nothing: rewrite the page and its figures from bench/results/<name>.json",
+    )
+    parser.add_argument(
         "--update", action="store_true", help="keep the measures of the previous run that this run does not repeat"
     )
     args = parser.parse_args()
@@ -137,6 +230,10 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "bench"))
 
     out = RESULTS / args.name
+    if args.page_only:
+        write_page(json.loads(out.with_suffix(".json").read_text()))
+        print(f"wrote {PAGE} from {out}.json")
+        return
     results: dict = {"machine": machine(), "chapters": {}, "micro": {}}
     if args.update and out.with_suffix(".json").is_file():
         previous = json.loads(out.with_suffix(".json").read_text())

@@ -1,8 +1,10 @@
 """The book's files are in order: toc and chapters agree, notebooks are clean and share one setup cell."""
 
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 from book import ROOT, code_cells, config, load, notebooks, resolve, source, tags, toc_files
 
 NOTEBOOKS = notebooks()
@@ -22,6 +24,30 @@ def test_every_chapter_is_in_the_toc():
         if p.suffix in (".ipynb", ".md") and p.resolve() not in listed
     ]
     assert not missing, f"chapters not listed in _toc.yml: {missing}"
+
+
+def numbered_toc_entries() -> list[tuple[str, str]]:
+    """(file, sidebar title) of each entry in a numbered part of _toc.yml, in order (numbered 1, 2, ...)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [
+        (entry["file"], entry.get("title", ""))
+        for part in toc["parts"]
+        if part.get("numbered")
+        for entry in part["chapters"]
+    ]
+
+
+def test_toc_numbers_the_chapters_as_the_chapter_map_does():
+    """The sidebar reads '1. Building the data' exactly where the chapter map on the landing page does."""
+    entries = numbered_toc_entries()
+    assert [Path(file).name for file, _ in entries] == [p.stem for p in NOTEBOOKS if p.stem[:2] != "00"], (
+        "the numbered parts of _toc.yml must list chapters 01, 02, ... in order"
+    )
+    landing = "\n".join(source(c) for c in load(ROOT / "chapters" / "00_start_here.ipynb")["cells"])
+    in_map = re.findall(r"\[(\d+)\. ([^\]]+)\]\((\d\d_\w+)\.ipynb\)", landing)
+    assert [(int(number), title, stem) for number, title, stem in in_map] == [
+        (k, title, Path(file).name) for k, (file, title) in enumerate(entries, start=1)
+    ], "the chapter map's '[N. title](file)' links must match the numbered toc entries and their titles"
 
 
 def test_config_is_strict_and_points_at_main():

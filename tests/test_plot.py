@@ -13,6 +13,7 @@ import pytest
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from lib import plot
 
@@ -249,6 +250,53 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ({"1 layer": STEPS, "2 layers": STEPS[:3]}, {"1 layer": rand(2, 4, high=4.0), "2 layers": rand(2, 3)}),
         {"threshold": 1.0, "phase_steps": {"2 layers": [10, 20]}, "vocab": 63},
     ),
+    # --- the chapters' largest layouts (issue 18: readable in the ~690 px page column)
+    (
+        "ocr_ov_blocks",
+        "chapter 2's snapshot: 2 x 4 asked, folded to 4 x 2",
+        ({f"{arm}, step {s}": rand(20, 80, low=-1) for arm in ("factorized", "merged") for s in STEPS},),
+        {"train_columns": list(range(0, 80, 4)), "ncols": 4, "title": "during training (top: factorized)"},
+    ),
+    (
+        "attention_before_during_after",
+        "chapter 5's five checkpoints",
+        ([attention(16) for _ in range(5)], [f"step {s}" for s in range(5)], torch.arange(16) % 7),
+        {"head_name": "L1H2"},
+    ),
+    (
+        "head_scores_over_training",
+        "chapter 5's three scores, 2 x 4 heads, 40 checkpoints",
+        (list(range(0, 400, 10)), {n: rand(40, 2, 4) for n in ("prefix matching", "copying", "previous token")}),
+        {"window": (150, 200)},
+    ),
+    (
+        "ocr_token_layout",
+        "chapter 1's 16 positions",
+        ([f"tok{t}" for t in range(15)] + ["EOS"], ["noise"] * 14 + ["relation", "EOS"], "French"),
+        {"kind_grid": torch.randint(0, 4, (40, 16), generator=generator)},
+    ),
+    (
+        "induction_head_classifier",
+        "chapter 6's four models, heads close together",
+        (
+            {
+                f"model {m}": {"prefix matching": 0.9 + rand(1, 4) * 0.05, "copying": 0.8 + rand(1, 4) * 0.05}
+                for m in range(4)
+            },
+            0.75,
+            0.5,
+        ),
+        {},
+    ),
+    # --- diagrams (chapters 2, 5 and 7)
+    ("output_value_map_diagram", "r = d", (128, 128), {}),
+    ("output_value_map_diagram", "low rank", (), {"d": 128, "r": 4}),
+    ("induction_circuit_diagram", "default tokens", (), {}),
+    ("induction_circuit_diagram", "named tokens", ("cat", "sat"), {}),
+    ("ablation_diagram", "named heads", ("L0H3", "L1H1"), {}),
+    # --- the Performance page (bench/run_all.py)
+    ("chapter_times", "one over budget", ({"00_start_here": 5.7, "06_smeared_keys": 95.0},), {"budget": 90.0}),
+    ("time_to_phase_change", "book vs plain", ({"steps": 350, "seconds": 6.7}, {"steps": 1525, "seconds": 45.8}), {}),
     # --- chapter 4: prior knowledge (appended)
     (
         "ocr_rank_curves",
@@ -306,6 +354,76 @@ def test_draws_into_a_given_panel(name: str, args: tuple[Any, ...]) -> None:
     plt.close(fig)
 
 
+# The page column is about 690 px wide; a wider figure is shown scaled down to it. Text must stay at least 8 px
+# tall on the page, and at most three panels may sit side by side.
+COLUMN_PX = 690
+MIN_TEXT_PX = 8.0
+
+
+def displayed_size(fig: Figure) -> tuple[float, float, str]:
+    """(width in px of the saved PNG, the smallest text's height in px as shown in the page column, that text).
+
+    The book saves figures as the inline backend does: at the figure's dpi, cropped to the drawn content
+    (``bbox_inches="tight"``, 0.1 inch padding)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    width_px = (fig.get_tightbbox(renderer).width + 0.2) * fig.dpi
+    texts = [
+        t
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and t.get_window_extent(renderer).width > 0
+    ]
+    smallest = min(texts, key=lambda t: t.get_fontsize())
+    scale = min(1.0, COLUMN_PX / width_px)
+    return width_px, smallest.get_fontsize() * fig.dpi / 72 * scale, smallest.get_text()
+
+
+def panels_per_row(fig: Figure) -> int:
+    """The most panels (data axes, colour bars excluded) whose vertical extents overlap, i.e. side by side."""
+    boxes = [ax.get_position() for ax in data_axes(fig)]
+    return max(sum(1 for o in boxes if o.y0 < b.y1 and b.y0 < o.y1) for b in boxes)
+
+
+def test_classifier_labels_do_not_overlap() -> None:
+    """Heads that sit close together share a label, and each model labels its own side of its points."""
+    name, _, args, kwargs = next(c for c in CASES if c[1] == "chapter 6's four models, heads close together")
+    fig = getattr(plot, name)(*args, **kwargs)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts]
+    assert len(boxes) == 4, "one shared label per model"
+    overlapping = [(i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])]
+    assert not overlapping, f"labels {overlapping} overlap"
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "match"),
+    [
+        ("output_value_map_diagram", (0, 4), "d must be a positive integer"),
+        ("output_value_map_diagram", (8, 2.5), "r must be a positive integer"),
+        ("induction_circuit_diagram", ("", "B"), "first must be a token name"),
+        ("ablation_diagram", ("L0H0", "a very long name"), "reader must be a head name"),
+        ("chapter_times", ({}, 90.0), "seconds must name at least one chapter"),
+        ("time_to_phase_change", ({"steps": 1}, {"steps": 1, "seconds": 1}), "book must give exactly"),
+    ],
+)
+def test_diagrams_reject_bad_input(name: str, args: tuple[Any, ...], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        getattr(plot, name)(*args)
+    plt.close("all")
+
+
+def test_new_figure_allows_at_most_three_panels_a_row() -> None:
+    from lib.plot._common import new_figure
+
+    with pytest.raises(ValueError, match="ncols must be at most 3"):
+        new_figure(4)
+    fig, axes = new_figure(3, 1, width=5.0)
+    assert fig.get_size_inches()[0] <= 8.0 and axes.shape == (1, 3), "three 5-inch panels shrink to the column"
+    plt.close(fig)
+
+
 def public_functions() -> set[str]:
     """Names of the public functions defined in the topic modules of lib.plot."""
     names = set()
@@ -355,3 +473,16 @@ CASES += CIRCUIT_CASES
 )
 def test_circuit_figure(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     test_figure(name, args, kwargs)
+
+
+# Every case, CIRCUIT_CASES included.
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs"),
+    [pytest.param(name, args, kwargs, id=f"{name}-{case}") for name, case, args, kwargs in CASES],
+)
+def test_readable_in_the_page_column(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    fig = getattr(plot, name)(*args, **kwargs)
+    width_px, text_px, text = displayed_size(fig)
+    assert text_px >= MIN_TEXT_PX, f"{name}: {text!r} is {text_px:.1f} px on the page (figure {width_px:.0f} px wide)"
+    assert panels_per_row(fig) <= 3, f"{name}: more than three panels side by side"
+    plt.close(fig)

@@ -8,6 +8,8 @@ Chapters call them through this package, e.g. ``from lib import plot; plot.ocr_l
 - :mod:`lib.plot.induction`: induction heads (chapter 5).
 - :mod:`lib.plot.smear`: smeared keys (chapter 6).
 - :mod:`lib.plot.ablation`: ablation (chapter 7).
+- :mod:`lib.plot.performance`: the Performance page's figures (drawn by ``bench/run_all.py``).
+- :mod:`lib.plot.diagrams`: schematics of the mechanisms (chapters 2, 5 and 7), drawn in code.
 - :mod:`lib.plot._common`: the helpers they share (conversion to NumPy, axes set-up, labels, layout).
 """
 
@@ -18,6 +20,7 @@ from lib.plot.ablation import (
     ablation_over_training,
     icl_with_heads_removed,
 )
+from lib.plot.diagrams import ablation_diagram, induction_circuit_diagram, output_value_map_diagram
 from lib.plot.induction import (
     attention_before_during_after,
     attention_pattern,
@@ -44,6 +47,7 @@ from lib.plot.ocr import (
     ocr_split,
     ocr_token_layout,
 )
+from lib.plot.performance import chapter_times, time_to_phase_change
 from lib.plot.smear import arm_loss_curves, smear_sigma_over_training
 
 __all__ = [
@@ -80,4 +84,11 @@ __all__ = [
     "icl_with_heads_removed",
     "ablated_loss_along_sequence",
     "ablated_loss_grid",
+    # diagrams (chapters 2, 5 and 7)
+    "output_value_map_diagram",
+    "induction_circuit_diagram",
+    "ablation_diagram",
+    # the Performance page (bench/run_all.py)
+    "chapter_times",
+    "time_to_phase_change",
 ]

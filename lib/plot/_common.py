@@ -13,6 +13,8 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 
+from lib import validate
+
 Array: TypeAlias = torch.Tensor | npt.ArrayLike
 """Numbers a figure accepts: a tensor (any device, any float or int dtype), an array or a (nested) list."""
 
@@ -21,6 +23,19 @@ Window: TypeAlias = tuple[float, float]
 
 LegendLoc: TypeAlias = Literal["best", "upper right", "upper left", "lower left", "lower right"]
 """Where a legend goes (None = matplotlib's default, ``"best"``)."""
+
+COLUMN_PX = 690
+"""Width of the book's page column in pixels: a wider figure is shown scaled down to it."""
+
+MAX_COLUMNS = 3
+"""At most this many panels side by side: more would be too small to read in the page column."""
+
+MAX_WIDTH = 8.0
+"""Widest figure :func:`new_figure` makes, in inches (800 px at matplotlib's 100 dpi). Shown in the 690-px column
+it is scaled by about 0.85, so text of :data:`MIN_FONT` points stays at least 8 px tall on the page."""
+
+MIN_FONT = 7.0
+"""Smallest font size (points) any figure uses."""
 
 ICL_SCORE_LABEL = "ICL score (nats; < 0 = learns in context)"
 """y-label of every plot of the in-context-learning score."""
@@ -42,7 +57,16 @@ def new_figure(
     sharex: bool = False,
     sharey: bool = False,
 ) -> tuple[Figure, np.ndarray]:
-    """A figure with a grid of axes (always returned as a 2-D array ``(nrows, ncols)``), sized per panel."""
+    """A figure with a grid of axes (always returned as a 2-D array ``(nrows, ncols)``), sized per panel.
+
+    At most :data:`MAX_COLUMNS` panels a row; when ``ncols * width`` exceeds :data:`MAX_WIDTH` the panels shrink
+    (width and height alike) so that the figure fits the page column at a readable scale.
+    """
+    validate.int_at_least("ncols", ncols, 1)
+    if ncols > MAX_COLUMNS:
+        raise ValueError(f"ncols must be at most {MAX_COLUMNS} (panels a row in the page column), got {ncols}")
+    shrink = min(1.0, MAX_WIDTH / (width * ncols))
+    width, height = width * shrink, height * shrink
     return plt.subplots(
         nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, sharex=sharex, sharey=sharey
     )

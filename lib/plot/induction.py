@@ -7,9 +7,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation
 
 from lib.plot._common import (
     ICL_SCORE_LABEL,
+    MAX_COLUMNS,
+    MIN_FONT,
     Array,
     Window,
     figure_of,
@@ -187,8 +190,9 @@ def head_scores_over_training(steps: Array, scores: Mapping[str, Array], *, wind
         window: ``(start, end)`` steps of the phase change, marked with dashed lines at the checkpoints inside.
     """
     s = to_numpy(steps)
-    fig, axes = new_figure(len(scores), 1, width=4.6, height=3.4)
-    panels: list[Axes] = list(axes[0])
+    rows = max(to_numpy(v).shape[1] * to_numpy(v).shape[2] for v in scores.values())
+    fig, axes = new_figure(1, len(scores), width=7.0, height=1.2 + 0.16 * rows)
+    panels: list[Axes] = list(axes[:, 0])
     for ax, (name, score) in zip(panels, scores.items()):
         v = to_numpy(score)
         n, layers, heads = v.shape
@@ -203,15 +207,15 @@ def head_scores_over_training(steps: Array, scores: Mapping[str, Array], *, wind
             interpolation="nearest",
             extent=(-0.5, n - 0.5, layers * heads - 0.5, -0.5),
         )
-        ax.set_yticks(range(layers * heads), head_names(layers, heads), fontsize=7)
-        ticks = np.linspace(0, n - 1, min(n, 5)).round().astype(int)
-        ax.set_xticks(ticks, [f"{int(s[t])}" for t in ticks], fontsize=7)
+        ax.set_yticks(range(layers * heads), head_names(layers, heads), fontsize=8)
+        ticks = np.linspace(0, n - 1, min(n, 6)).round().astype(int)
+        ax.set_xticks(ticks, [f"{int(s[t])}" for t in ticks], fontsize=8)
         if window is not None:
             inside = np.nonzero((s >= window[0]) & (s <= window[1]))[0]
             for edge in (inside[0] - 0.5, inside[-1] + 0.5) if len(inside) else ():
                 ax.axvline(edge, color="orange", ls="--", lw=1.2)
-        finish_axis(ax, xlabel="training step", title=name, title_size=10)
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        finish_axis(ax, xlabel="training step" if ax is panels[-1] else None, title=name, title_size=10)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02).ax.tick_params(labelsize=8)
     return finish_figure(fig, title="Head scores over training (L = layer, H = head)", title_size=11)
 
 
@@ -232,13 +236,23 @@ def induction_head_classifier(
     ax.axhline(copying_threshold, color="tab:green", ls="--", lw=1)
     ax.axhline(0, color="black", lw=0.8)
     markers = ["o", "s", "^", "D"]
-    for (name, scores), marker in zip(models.items(), markers):
+    # Each model's labels go to its own side of the points, and heads of one model that sit close together
+    # share one label ("L1H0, L1H2"), so that labels do not overlap.
+    offsets = [(5, 4), (5, -11), (-5, 4), (-5, -11)]
+    for (name, scores), marker, (dx, dy) in zip(models.items(), markers, offsets):
         p, c = to_numpy(scores["prefix matching"]), to_numpy(scores["copying"])
         points = ax.scatter(p.ravel(), c.ravel(), marker=marker, s=45, label=name, alpha=0.85)
         layers, heads = p.shape
-        for head, (x, y) in zip(head_names(layers, heads), zip(p.ravel(), c.ravel())):
+        for names, (x, y) in _nearby_groups(head_names(layers, heads), p.ravel(), c.ravel()):
             ax.annotate(
-                head, (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points", color=points.get_facecolor()[0]
+                ", ".join(names),
+                (x, y),
+                fontsize=MIN_FONT,
+                xytext=(dx, dy),
+                textcoords="offset points",
+                ha="left" if dx > 0 else "right",
+                color=points.get_facecolor()[0],
+                zorder=5,  # above every model's markers
             )
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-1.05, 1.05)
@@ -251,7 +265,51 @@ def induction_head_classifier(
         legend=True,
         legend_loc="lower left",
     )
-    return finish_figure(fig)
+    fig = finish_figure(fig)
+    _separate_labels(ax)
+    return fig
+
+
+def _separate_labels(ax: Axes, *, step: float = 9.0, tries: int = 12) -> None:
+    """Move the axes' annotations so that none leaves the axes or overlaps an earlier one: a label that would
+    cross the right edge goes to the left of its point, one that overlaps is pushed down ``step`` points at a
+    time (at most ``tries`` times)."""
+    fig = figure_of(ax)
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    frame = ax.get_window_extent(renderer)
+    placed: list = []
+    for label in [t for t in ax.texts if isinstance(t, Annotation)]:
+        dx, dy = label.get_position()
+        box = label.get_window_extent(renderer)
+        if box.x1 > frame.x1:
+            label.set_horizontalalignment("right")
+            label.set_position((-abs(dx), dy))
+        for _ in range(tries):
+            box = label.get_window_extent(renderer)
+            if box.y1 > frame.y1:
+                dy -= step
+            elif any(box.overlaps(other) for other in placed):
+                dy -= step
+            else:
+                break
+            label.set_position((label.get_position()[0], dy))
+        placed.append(label.get_window_extent(renderer))
+
+
+def _nearby_groups(
+    names: Sequence[str], x: np.ndarray, y: np.ndarray, *, dx: float = 0.1, dy: float = 0.16
+) -> list[tuple[list[str], tuple[float, float]]]:
+    """Points within ``dx`` and ``dy`` of a group's first point join that group: ``(names, first point)`` each,
+    at most four names a label (the rest as "+k")."""
+    groups: list[tuple[list[str], tuple[float, float]]] = []
+    for name, px, py in zip(names, x.tolist(), y.tolist()):
+        for members, (gx, gy) in groups:
+            if abs(px - gx) <= dx and abs(py - gy) <= dy:
+                members.append(name)
+                break
+        else:
+            groups.append(([name], (px, py)))
+    return [(m if len(m) <= 4 else [*m[:3], f"+{len(m) - 3}"], at) for m, at in groups]
 
 
 def attention_pattern(
@@ -273,8 +331,8 @@ def attention_pattern(
     ids = None if tokens is None else to_numpy(tokens)
     if ids is not None and len(ids) <= 16:
         labels = ["BOS" if int(t) == 0 else str(int(t)) for t in ids]
-        ax.set_xticks(range(len(labels)), labels, fontsize=4, rotation=90)
-        ax.set_yticks(range(len(labels)), labels, fontsize=4)
+        ax.set_xticks(range(len(labels)), labels, fontsize=MIN_FONT, rotation=90)
+        ax.set_yticks(range(len(labels)), labels, fontsize=MIN_FONT)
     finish_axis(ax, xlabel="attends to (key)", ylabel="from (query)", title=title, title_size=9)
     return fig
 
@@ -287,9 +345,12 @@ def attention_before_during_after(
     Args:
         patterns: one ``(seq, seq)`` pattern per checkpoint. labels: the title of each panel.
     """
-    fig, axes = new_figure(len(patterns), 1, width=3.2, height=3.3)
-    for ax, p, label in zip(axes[0], patterns, labels):
+    ncols = min(len(patterns), MAX_COLUMNS)
+    fig, axes = new_figure(ncols, -(-len(patterns) // ncols), width=3.2, height=3.3)
+    for ax, p, label in zip(axes.flat, patterns, labels):
         attention_pattern(p, tokens, title=label, ax=ax)
+    for ax in list(axes.flat)[len(patterns) :]:
+        ax.axis("off")
     return finish_figure(
         fig,
         title=f"Attention of {head_name} on a repeated random sequence"

@@ -12,7 +12,17 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 
-from lib.plot._common import Array, band, finish_axis, finish_figure, new_figure, signed_heatmap, to_numpy
+from lib.plot._common import (
+    MAX_COLUMNS,
+    MAX_WIDTH,
+    Array,
+    band,
+    finish_axis,
+    finish_figure,
+    new_figure,
+    signed_heatmap,
+    to_numpy,
+)
 
 OCR_KIND_COLOURS = {
     "noise": "#d9d9d9",
@@ -116,7 +126,7 @@ def ocr_token_layout(
     fig, axes = plt.subplots(
         rows,
         1,
-        figsize=(0.62 * (T + 2) + 1, 2.6 if rows == 1 else 5.4),
+        figsize=(min(MAX_WIDTH, 0.62 * (T + 2) + 1), 2.6 if rows == 1 else 5.4),
         squeeze=False,
         gridspec_kw={"height_ratios": [1.3, 1][:rows]},
     )
@@ -130,18 +140,18 @@ def ocr_token_layout(
             rotation=90,
             ha="center",
             va="center",
-            fontsize=7,
+            fontsize=8,
             color="white" if kind in ("EOS", "subject") else "black",
         )
-        ax.text(t + 0.46, -0.12, str(t), ha="center", va="top", fontsize=7)
+        ax.text(t + 0.46, -0.12, str(t), ha="center", va="top", fontsize=8)
     ax.add_patch(
         Rectangle(
             (T + 0.9, 0), 0.92, 1, facecolor="white", edgecolor=OCR_KIND_COLOURS["implication value"], lw=2, ls="--"
         )
     )
-    ax.text(T + 1.36, 0.5, answer, rotation=90, ha="center", va="center", fontsize=7)
+    ax.text(T + 1.36, 0.5, answer, rotation=90, ha="center", va="center", fontsize=8)
     ax.add_patch(FancyArrowPatch((T - 0.05, 0.5), (T + 0.88, 0.5), arrowstyle="-|>", mutation_scale=10))
-    ax.text(T + 1.36, -0.12, "target", ha="center", va="top", fontsize=7)
+    ax.text(T + 1.36, -0.12, "target", ha="center", va="top", fontsize=8)
     ax.set_xlim(-0.2, T + 2.0)
     ax.set_ylim(-0.35, 1.05)
     ax.axis("off")
@@ -159,7 +169,7 @@ def ocr_token_layout(
             extent=(0, T, grid.shape[0], 0),
         )
         ax2.set_xlim(-0.2, T + 2.0)
-        ax2.set_xticks(np.arange(T) + 0.5, [str(t) for t in range(T)], fontsize=7)
+        ax2.set_xticks(np.arange(T) + 0.5, [str(t) for t in range(T)], fontsize=8)
         finish_axis(
             ax2,
             xlabel="position",
@@ -233,19 +243,26 @@ def ocr_ov_blocks(
     Args:
         blocks: panel title -> ``(rows, n_subjects)`` matrix, columns already in display order.
         train_columns: column indices to mark as training subjects.
+        ncols: panels a row (default: all in one row); more than :data:`~lib.plot._common.MAX_COLUMNS` are
+            folded, each row into rows of at most that many, e.g. 2 x 4 panels into 4 x 2.
     """
-    ncols = ncols or len(blocks)
-    nrows = -(-len(blocks) // ncols)
-    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=5.2, height=3.2)
+    asked = ncols or len(blocks)
+    # More than MAX_COLUMNS panels a row do not fit the page column: each asked-for row is folded into
+    # `split` rows of `per_row` panels, so panels that share a row still come together, in order.
+    split = -(-asked // MAX_COLUMNS)
+    per_row = -(-asked // split)
+    cells = [((i // asked) * split + (i % asked) // per_row, (i % asked) % per_row) for i in range(len(blocks))]
+    nrows = max(row for row, _ in cells) + 1
+    fig, axes = new_figure(ncols=per_row, nrows=nrows, width=5.2, height=3.2)
     marks = to_numpy(train_columns).astype(int)
-    panels: list[Axes] = list(axes.flat)
+    panels: list[Axes] = [axes[row, col] for row, col in cells]
     for ax, (name, block) in zip(panels, blocks.items()):
         signed_heatmap(ax, block, title=name, xlabel=xlabel, ylabel=ylabel)
         ax.set_xticks([])
         ax.set_yticks([])
         ax.plot(marks, np.full(len(marks), -0.9), "v", color="black", ms=3, clip_on=False)
         ax.xaxis.label.set_fontsize(8)
-    for ax in panels[len(blocks) :]:
+    for ax in set(axes.flat) - set(panels):
         ax.axis("off")
     return finish_figure(fig, title=title)
 
