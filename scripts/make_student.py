@@ -5,7 +5,8 @@ Usage: ``python scripts/make_student.py [OUT_DIR]`` (``make student`` writes ``s
 In a chapter an exercise is: a stub cell (tag ``exercise-stub``), hints in ``{dropdown}`` blocks, a
 solution cell (tag ``solution``), and a check cell. The student copy drops every solution cell, makes
 the stubs runnable (drops the tags that made the book build and nbval skip them), turns MyST dropdowns
-into HTML ``<details>`` (which Jupyter and Colab render collapsed) and clears every output.
+into HTML ``<details>`` (which Jupyter and Colab render collapsed), turns the book's ``{term}`` and ``{cite}``
+roles into plain text (Jupyter and Colab show MyST roles raw) and clears every output.
 """
 
 from __future__ import annotations
@@ -33,6 +34,38 @@ def tags(cell: dict) -> list[str]:
     return cell.get("metadata", {}).get("tags", [])
 
 
+TERM = re.compile(r"\{term\}`(?P<text>[^`<]*?)\s*(<[^`]*>)?`")
+CITE = re.compile(r"\{cite(?::(?P<style>[tp]))?\}`(?P<keys>[^`]*)`")
+BIB_ENTRY = re.compile(r"@\w+\{(?P<key>[^,\s]+),(?P<body>.*?)\n\}", re.DOTALL)
+
+
+def bib_names(bib: str) -> dict[str, tuple[str, str]]:
+    """key -> (short author list, year) for every entry of a BibTeX file: ('Huang et al.', '2025')."""
+    names = {}
+    for entry in BIB_ENTRY.finditer(bib):
+        fields = dict(re.findall(r"(\w+)\s*=\s*\{((?:[^{}]|\{[^{}]*\})*)\}", entry["body"]))
+        authors = [
+            a.strip().replace("{", "").replace("}", "") for a in " ".join(fields["author"].split()).split(" and ")
+        ]
+        last = [a.split(",")[0] for a in authors]
+        short = last[0] if len(last) == 1 else f"{last[0]} and {last[1]}" if len(last) == 2 else f"{last[0]} et al."
+        names[entry["key"]] = (short, fields["year"])
+    return names
+
+
+def roles_to_text(markdown: str, names: dict[str, tuple[str, str]]) -> str:
+    """{term}`text <term>` -> text; {cite:t}`key` -> Author et al. (2025); {cite}`key` -> (Author et al. 2025)."""
+    markdown = TERM.sub(lambda m: m["text"], markdown)
+
+    def cite(m: re.Match[str]) -> str:
+        refs = [names[k.strip()] for k in m["keys"].split(",")]
+        if m["style"] == "t":
+            return "; ".join(f"{who} ({year})" for who, year in refs)
+        return "(" + "; ".join(f"{who} {year}" for who, year in refs) + ")"
+
+    return CITE.sub(cite, markdown)
+
+
 def dropdowns_to_details(markdown: str) -> str:
     """```{dropdown} Title ... ``` (or :::) -> <details><summary>Title</summary> ... </details>."""
     return DROPDOWN.sub(
@@ -40,8 +73,9 @@ def dropdowns_to_details(markdown: str) -> str:
     )
 
 
-def student_notebook(nb: dict) -> dict:
-    """A copy of a chapter notebook for learners (see the module docstring)."""
+def student_notebook(nb: dict, names: dict[str, tuple[str, str]] | None = None) -> dict:
+    """A copy of a chapter notebook for learners (see the module docstring); ``names`` from :func:`bib_names`."""
+    names = bib_names((ROOT / "references.bib").read_text()) if names is None else names
     cells = []
     for cell in nb["cells"]:
         cell = json.loads(json.dumps(cell))
@@ -55,7 +89,7 @@ def student_notebook(nb: dict) -> dict:
             else:
                 cell.get("metadata", {}).pop("tags", None)
         elif cell["cell_type"] == "markdown":
-            cell["source"] = dropdowns_to_details(text(cell))
+            cell["source"] = roles_to_text(dropdowns_to_details(text(cell)), names)
         cells.append(cell)
     notice = {"cell_type": "markdown", "metadata": {}, "source": NOTICE}
     if any("exercise-stub" in tags(c) for c in cells):

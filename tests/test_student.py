@@ -87,6 +87,7 @@ def test_student_notebook_is_clean(path, student):
     for cell in st["cells"]:
         if cell["cell_type"] == "markdown":
             assert "{dropdown}" not in source(cell)
+            assert "{term}" not in source(cell) and "{cite" not in source(cell), "MyST roles show raw in Jupyter"
 
 
 def test_dropdowns_become_details():
@@ -127,3 +128,23 @@ def test_student_notebook_on_a_made_up_exercise():
     assert st["cells"][2]["metadata"]["tags"] == ["exercise-stub"]
     assert all(c["outputs"] == [] for c in st["cells"] if c["cell_type"] == "code")
     assert "x * 2" not in str(st)
+
+
+def test_roles_become_plain_text():
+    bib = (
+        "@misc{a2025,\n  author = {Huang, Yi and Zhu, Han and Guo, T},\n  year = {2025},\n}\n"
+        "@misc{b2021,\n  author = {Ji, Ziwei and Telgarsky, Matus},\n  year   = {2021},\n}\n"
+        "@misc{c2020,\n  author = {{Paper Notes}},\n  year = {2020},\n}\n"
+    )
+    names = make_student.bib_names(bib)
+    assert names == {
+        "a2025": ("Huang et al.", "2025"),
+        "b2021": ("Ji and Telgarsky", "2021"),
+        "c2020": ("Paper Notes", "2020"),
+    }
+    md = (
+        "{cite:t}`a2025` found {term}`induction heads <induction head>` and a {term}`phase change` {cite}`b2021,c2020`."
+    )
+    assert make_student.roles_to_text(md, names) == (
+        "Huang et al. (2025) found induction heads and a phase change (Ji and Telgarsky 2021; Paper Notes 2020)."
+    )
