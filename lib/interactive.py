@@ -237,14 +237,18 @@ def attention_figure(
         go.Frame(name=str(s), data=[go.Heatmap(z=_percent(z)) for z in traces(s)], traces=list(range(len(names))))
         for s in kept
     ]
-    fig.update_yaxes(autorange="reversed", title_text="from (query position)", scaleanchor="x", constrain="domain")
-    fig.update_xaxes(title_text="attends to (key position)", constrain="domain")
+    # ticks show every 8th position; hovering shows the position and its token
+    ticks = {"tickmode": "array", "tickvals": labels[::8], "ticktext": [str(i) for i in range(0, seq, 8)]}
+    fig.update_yaxes(
+        autorange="reversed", title_text="from (query position)", scaleanchor="x", constrain="domain", **ticks
+    )
+    fig.update_xaxes(title_text="attends to (key position)", constrain="domain", tickangle=0, **ticks)
     fig.update_layout(
         title=title,
-        height=680,
-        margin={"l": 60, "r": 20, "t": 90, "b": 150},
+        height=640,
+        margin={"l": 60, "r": 20, "t": 90, "b": 110},
         template="simple_white",
-        sliders=[_slider(kept, len(kept) - 1, 100)],
+        sliders=[_slider(kept, len(kept) - 1, 60)],
         updatemenus=[_dropdown(names, np.eye(len(names), dtype=bool).tolist(), len(names) - 1)],
     )
     return fig
@@ -332,11 +336,11 @@ def ablation_figure(
         go.Frame(name=str(s), data=[go.Scatter(y=y) for y in ys(s)], traces=list(range(n_traces))) for s in kept
     ]
     fig.update_layout(
-        title={"text": title, "font": {"size": 14}},
-        height=240 * len(kinds) + 230,
-        margin={"l": 60, "r": 20, "t": 90, "b": 120},
+        title={"text": title, "font": {"size": 14}, "y": 0.98, "yanchor": "top"},
+        height=240 * len(kinds) + 270,
+        margin={"l": 60, "r": 20, "t": 140, "b": 120},
         template="simple_white",
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        legend={"orientation": "h", "y": 1.05, "yanchor": "bottom", "x": 0},
         sliders=[_slider(kept, len(kept) - 1, 55)],
         updatemenus=[_dropdown([f"remove {n}" for n in removed], visible, 0)],
     )
