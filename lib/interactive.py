@@ -37,7 +37,10 @@ FIGURE_CLASS = "plotly-graph-div"
 #: The page's content column is about 690 px wide; the figures fill it and never ask for more.
 WIDTH = 690
 #: Shown on the figure's ``div`` when plotly.js is missing (a notebook viewer that runs no plotly).
-NO_PLOTLY = "This interactive figure needs plotly.js; the static figure below shows the same data."
+NO_PLOTLY = (
+    "This interactive figure needs plotly.js, which this viewer does not load: "
+    "the explorer above (with a live kernel) and the static figure below show the same data."
+)
 #: plotly.js options of every figure: no mode bar (its buttons add nothing to a slider), resizes with the column.
 CONFIG: dict[str, Any] = {"displayModeBar": False, "responsive": True}
 
