@@ -388,7 +388,8 @@ class Interactive:
         text = f"<interactive figure: {self.fig.layout.title.text}>"
         if "google.colab" in sys.modules:
             # Colab shows text/html in a sandboxed frame of its own: plotly.js must come with it.
-            colab_html = pio.to_html(self.fig, full_html=False, include_plotlyjs="cdn", config=CONFIG)
+            # auto_play=False: plotly would otherwise play through every frame on load.
+            colab_html = pio.to_html(self.fig, full_html=False, include_plotlyjs="cdn", config=CONFIG, auto_play=False)
             return {"text/html": colab_html, "text/plain": text}
         spec = json.loads(pio.to_json({**self.fig.to_plotly_json(), "config": CONFIG}, validate=False))
         return {"application/vnd.plotly.v1+json": spec, "text/html": page_html(self.fig), "text/plain": text}

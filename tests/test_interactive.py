@@ -27,7 +27,7 @@ def patterns(n_checkpoints=61, layers=2, heads=4, seq=49):
     return logits.masked_fill(~causal, float("-inf")).softmax(-1)
 
 
-def losses(n_checkpoints=31, seq=48, n_names=len(NAMES)):
+def losses(n_checkpoints=31, seq=48, n_names=6):  # 6 = len(NAMES)
     rng = np.random.default_rng(1)
     return {k: rng.random((n_checkpoints, n_names, seq - 1)) * 3 for k in ("full", "pattern-preserving")}
 
@@ -160,6 +160,7 @@ def test_show_bundle_outside_and_inside_colab(monkeypatch):
     monkeypatch.setitem(sys.modules, "google.colab", SimpleNamespace())
     colab = interactive.show(fig)._repr_mimebundle_()
     assert set(colab) == {"text/html", "text/plain"} and "cdn.plot.ly" in colab["text/html"]
+    assert "Plotly.addFrames" in colab["text/html"] and "Plotly.animate" not in colab["text/html"]  # no autoplay
 
 
 def test_sphinx_hook_loads_plotly_only_on_figure_pages_and_writes_it(tmp_path):
