@@ -1,5 +1,6 @@
 """ipywidgets explorers. Each redraws a figure from ``lib.plot``; the chapter shows that function's
 static output beside the widget, because widgets need a live kernel and do not run in the rendered book.
+Their browser-side twins, which need no kernel, are in :mod:`lib.interactive`.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 Checks that each page renders without JavaScript errors from the book's own scripts, shows at least as many
 figures as its executed notebook produced, typesets its math offline, and has no code, printed output or table
-wider than its column; saves a screenshot of each page under ``_build/screenshots/``. Debian's chromium is
-installed when missing (as root, with apt-get); where that is impossible the test is skipped and says why.
-Runs after ``make book`` (which calls it).
+wider than its column; saves a screenshot of each page under ``_build/screenshots/``. On the pages with interactive
+figures (lib.interactive), plotly.js comes from the book itself and each figure redraws when its slider moves.
+Debian's chromium is installed when missing (as root, with apt-get); where that is impossible the test is skipped
+and says why. Runs after ``make book`` (which calls it).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -161,3 +163,53 @@ def test_page_renders_cleanly(rel, server, browser):
     assert figures >= want, f"{rel}: page shows {figures} figures, its notebook produced {want}"
     assert not raw_math, f"{rel}: math shown as raw TeX (MathJax did not typeset it offline): {raw_math[:5]}"
     assert not cut_off, f"{rel}: code, printed output or tables wider than the page's column (cut off): {cut_off}"
+
+
+# Interactive figures (lib.interactive): plotly figures that the reader's browser draws from data in the page, with
+# plotly.js served by the book itself (lib.interactive's Sphinx hook writes it into _static/).
+FIGURE_PAGES = [
+    rel for rel in PAGES if (HTML / rel).is_file() and "plotly-graph-div" in (HTML / rel).read_text(encoding="utf-8")
+]
+ALL_DRAWN = """() => window.Plotly && [...document.querySelectorAll("div.plotly-graph-div")]
+  .every((e) => e.querySelector(".main-svg"))"""
+# What a figure shows at the step its slider is on: its heatmap images and line paths.
+DRAWN = """(el) => [...el.querySelectorAll(".heatmaplayer image, .scatterlayer path.js-line")]
+  .map((e) => e.getAttribute("href") || e.getAttribute("d")).join("|")"""
+
+
+def test_the_book_has_interactive_figures():
+    assert len(FIGURE_PAGES) >= 3, f"pages with an interactive figure: {[p.stem for p in FIGURE_PAGES]}"
+
+
+@pytest.mark.parametrize("rel", FIGURE_PAGES, ids=[p.stem for p in FIGURE_PAGES])
+def test_interactive_figures_work_offline_and_follow_their_slider(rel, server, browser):
+    text = (HTML / rel).read_text(encoding="utf-8")
+    remote = re.findall(r"https?://[^\"' )]*plot[^\"' )]*", text, flags=re.IGNORECASE)
+    assert not remote, f"{rel}: plotly referenced from outside the book: {remote[:3]}"
+    assert (HTML / "_static" / "plotly.min.js").is_file(), "plotly.js not written into the book's _static/"
+    page = browser.new_page()
+    host = urlparse(server).netloc
+    page.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).netloc == host else route.abort())
+    page.goto(f"{server}/{rel.as_posix()}", wait_until="load")
+    figures = page.locator("div.plotly-graph-div")
+    page.wait_for_function(ALL_DRAWN, timeout=20_000)
+    moved = []
+    for i in range(figures.count()):
+        figure = figures.nth(i)
+        last = figure.evaluate("(el) => el._fullLayout.sliders[0].active")
+        before = figure.evaluate(DRAWN)
+        rail = figure.locator("rect.slider-rail-touch-rect")
+        rail.scroll_into_view_if_needed()
+        box = rail.bounding_box()
+        page.mouse.click(box["x"] + 8, box["y"] + box["height"] / 2)  # the slider's first step
+        page.wait_for_function(
+            "(el) => el._fullLayout.sliders[0].active === 0", arg=figure.element_handle(), timeout=10_000
+        )
+        page.wait_for_timeout(300)
+        after = figure.evaluate(DRAWN)
+        moved.append((last, bool(before) and before != after))
+    page.close()
+    assert moved, f"{rel}: no interactive figure drawn"
+    assert all(last > 0 and changed for last, changed in moved), (
+        f"{rel}: (slider's starting step, figure changed when it moved to the first step) per figure: {moved}"
+    )
