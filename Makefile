@@ -58,8 +58,11 @@ lab:
 
 # An offline room kit: wheels for lib, its runtime dependencies and JupyterLab, for this platform and Python.
 # Install without network: pip install --no-index --find-links _build/wheelhouse circuits-from-scratch jupyterlab
+# (setuptools builds lib's wheel in build/: removed before, so no stale module gets in, and after.)
 wheelhouse: $(STAMP)
+	rm -rf build
 	$(PY) -m pip wheel --disable-pip-version-check -q -w $(WHEELHOUSE) torch==2.13.0 . jupyterlab
+	rm -rf build
 	@du -sh $(WHEELHOUSE)
 
 student: $(STAMP)

@@ -17,7 +17,7 @@ Chapter 5's training (2 layers, batch 32), steps per second on this book's 2-cor
 | load average 3-5                                | 6.5                 | 33       | bench/README.md |
 
 torch's default here is 2 threads (one per CPU). On an idle CPU two threads were about 30% faster for chapter 5
-(the Makefile's note); as soon as anything else runs, they are 5-15 times slower. One thread loses little when the
+(the Makefile's note); as soon as anything else runs, they were 5 to 27 times slower. One thread loses little when the
 CPU is idle and avoids the collapse when it is not. On a GPU the CPU threads only prepare batches.
 """
 

@@ -293,6 +293,7 @@ def test_wheelhouse_installs_offline_and_runs_chapter_0(tmp_path):
     run(["make", "-s", "-C", str(ROOT), "wheelhouse", f"WHEELHOUSE={house}", f"PY={sys.executable}", "STAMP="])
     built = time.perf_counter() - start
     wheels = sorted(house.glob("*.whl"))
+    assert not (ROOT / "build").exists(), "make wheelhouse left setuptools' build/ in the repository"
     assert any(w.name.startswith("circuits_from_scratch-") for w in wheels), [w.name for w in wheels]
     venv = tmp_path / "offline"
     env = offline_env()
