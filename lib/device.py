@@ -8,14 +8,19 @@ Importing ``lib`` calls :func:`configure_threads` once: torch computes on ONE CP
 Why one: the book's models are tiny, so a step is a few small matrix products and extra threads mostly wait on each
 other; and a learner's CPU is often shared (a free Colab CPU runtime typically has two virtual CPUs; a laptop runs
 a browser).
-Chapter 5's training (2 layers, batch 32), steps per second on this book's 2-core machine:
+Chapter 5's training (2 layers, batch 32), steps per second on this book's 2-core machine
+(``python scripts/measure_threads.py [--busy]`` measures it again):
 
-| condition                                       | default (2 threads) | 1 thread | measured by     |
-|-------------------------------------------------|---------------------|----------|-----------------|
-| shared machine, load average 10-11 (this change) | 0.5 (0.8 with set_num_threads(2)) | 7.5 | a 100-step run |
-| another process busy                            | 1.1                 | 29.6     | issue 19's simulation |
-| load average 3-5                                | 6.5                 | 33       | bench/README.md |
+| condition (scripts/measure_threads.py, 30-100 steps)          | default (2 threads) | 1 thread  |
+|----------------------------------------------------------------|---------------------|-----------|
+| shared machine, load average 10-11                             | 0.5 (2 threads 0.8) | 7.5       |
+| shared machine, load average 4-6                               | 1.7                 | 21-30     |
+| the same plus one busy process of ours                         | 2.7                 | 16-58     |
+| load average 4.5 (2 threads set explicitly: 4.8)               | 2.7                 | 49.6      |
+| another process busy (issue 19's first simulation)             | 1.1                 | 29.6      |
+| load average 3-5 (bench/README.md, induction_train.py)         | 6.5                 | 33        |
 
+The machine is shared with other jobs, so single runs vary (the 1-thread runs by up to 3x); the gap does not.
 torch's default here is 2 threads (one per CPU). On an idle CPU two threads were about 30% faster for chapter 5
 (the Makefile's note); as soon as anything else runs, they were 5 to 27 times slower. One thread loses little when the
 CPU is idle and avoids the collapse when it is not. On a GPU the CPU threads only prepare batches.
