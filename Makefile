@@ -18,7 +18,10 @@ export OMP_NUM_THREADS ?= 1
 # pytest-xdist workers for `make test` (whole notebooks per worker: --dist loadfile).
 JOBS   ?= 2
 
-.PHONY: setup book test serve student bench clean
+# `make wheelhouse`: every wheel a learner needs on this platform (lib, its runtime dependencies, JupyterLab).
+WHEELHOUSE ?= _build/wheelhouse
+
+.PHONY: setup book test colab lab wheelhouse serve student bench clean
 
 setup: $(STAMP)
 
@@ -38,7 +41,29 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
-	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -m "not built_book" tests chapters
+	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -m "not built_book and not colab" tests chapters
+
+# The Colab path simulated (tests/test_colab.py): a Colab-like environment, the setup cell's install from a clean
+# commit of this tree, chapters 0 and 1 run there; and the wheelhouse installed offline. Needs the package index
+# (as Colab does), so it is not part of `make test`, which works offline; .ci/run runs it.
+colab: $(STAMP)
+	$(PY) -m pytest -q -p no:xdist -m colab tests
+
+# The lean learner's path: only the runtime dependencies (pyproject.toml) and JupyterLab, then the chapters open.
+# (On Linux without a GPU, PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu gets the small CPU torch.)
+lab:
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -e . jupyterlab
+	$(VENV)/bin/jupyter lab chapters/00_start_here.ipynb
+
+# An offline room kit: wheels for lib, its runtime dependencies and JupyterLab, for this platform and Python.
+# Install without network: pip install --no-index --find-links _build/wheelhouse circuits-from-scratch jupyterlab
+# (setuptools builds lib's wheel in build/: removed before, so no stale module gets in, and after.)
+wheelhouse: $(STAMP)
+	rm -rf build
+	$(PY) -m pip wheel --disable-pip-version-check -q -w $(WHEELHOUSE) torch==2.13.0 . jupyterlab
+	rm -rf build
+	@du -sh $(WHEELHOUSE)
 
 student: $(STAMP)
 	$(PY) scripts/make_student.py student

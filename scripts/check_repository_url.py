@@ -2,6 +2,10 @@
 
 The setup cell of every chapter installs `lib` from that address, so a fork that publishes the book must change
 it first: `python3 scripts/check_repository_url.py https://github.com/OWNER/NAME`.
+
+:func:`pages_url` derives the published book's address from it (GitHub Pages: ``https://OWNER.github.io/NAME``);
+the chapters link the book's other pages there, because a relative link to a ``.md`` or ``.ipynb`` file does not
+open in Colab or in the student hand-out (tests/test_hygiene.py checks both).
 """
 
 import re
@@ -17,6 +21,20 @@ def configured_url() -> str:
     if not match:
         raise SystemExit(f"{CONFIG.name} has no repository.url")
     return match.group(1)
+
+
+def pages_url(repository: str | None = None) -> str:
+    """The GitHub Pages address of the book published from ``repository`` (default: _config.yml's), no final slash.
+
+    ``https://github.com/OWNER/NAME`` -> ``https://OWNER.github.io/NAME``; a page ``chapters/x.md`` or
+    ``chapters/x.ipynb`` of the book is then ``{pages_url()}/chapters/x.html``.
+    """
+    url = (repository or configured_url()).rstrip("/")
+    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?", url)
+    if not match:
+        raise SystemExit(f"{url} is not a GitHub repository address https://github.com/OWNER/NAME")
+    owner, name = match.groups()
+    return f"https://{owner.lower()}.github.io/{name}"
 
 
 def main(argv: list[str]) -> int:

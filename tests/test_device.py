@@ -106,3 +106,61 @@ def test_public_constructors_reject_bad_device_names():
         induction.seeded_generator(0, "gpu")
     with pytest.raises(ValueError, match="unknown device 'gpu'"):
         lm.tiny_gpt2(lm.word_tokenizer(["a b c"]), device="gpu")
+
+
+@pytest.fixture
+def restore_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def no_thread_env(monkeypatch):
+    for name in device.THREAD_ENVS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_configure_threads_sets_the_book_count_over_torch_default(restore_threads, no_thread_env, monkeypatch):
+    monkeypatch.setattr(device, "_default_threads", lambda: 8)
+    torch.set_num_threads(8)  # what torch starts with on an 8-CPU machine
+    assert device.configure_threads() == device.BOOK_THREADS == torch.get_num_threads() == 1
+    torch.set_num_threads(8)
+    assert device.configure_threads(2) == torch.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("name", ["OMP_NUM_THREADS", "MKL_NUM_THREADS"])
+def test_configure_threads_respects_the_environment(restore_threads, no_thread_env, monkeypatch, name):
+    monkeypatch.setenv(name, "3")
+    monkeypatch.setattr(device, "_default_threads", lambda: 3)
+    torch.set_num_threads(3)
+    assert device.configure_threads() == torch.get_num_threads() == 3
+
+
+def test_configure_threads_respects_an_earlier_set_num_threads(restore_threads, no_thread_env, monkeypatch):
+    monkeypatch.setattr(device, "_default_threads", lambda: 8)
+    torch.set_num_threads(3)  # the user's choice, before `import lib`
+    assert device.configure_threads() == torch.get_num_threads() == 3
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1.5, "2"])
+def test_configure_threads_rejects_bad_counts(threads):
+    with pytest.raises(ValueError, match="threads"):
+        device.configure_threads(threads)
+
+
+def test_import_lib_applies_the_thread_choice_once():
+    """A fresh interpreter without OMP_NUM_THREADS: torch starts at one thread per CPU, `import lib` sets 1;
+    with OMP_NUM_THREADS=2 it keeps 2."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import torch; import lib; print(torch.get_num_threads())"
+    env = {k: v for k, v in os.environ.items() if k not in device.THREAD_ENVS}
+    plain = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert plain.stdout.strip() == str(device.BOOK_THREADS)
+    chosen = subprocess.run(
+        [sys.executable, "-c", code], env={**env, "OMP_NUM_THREADS": "2"}, capture_output=True, text=True, check=True
+    )
+    assert chosen.stdout.strip() == "2"

@@ -1,11 +1,18 @@
 """The book's files are in order: toc and chapters agree, notebooks are clean and share one setup cell."""
 
 import re
+import subprocess
+import sys
+import tomllib
+import types
 from pathlib import Path
 
 import pytest
 import yaml
 from book import ROOT, code_cells, config, load, notebooks, resolve, source, tags, toc_files
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import check_repository_url  # noqa: E402
 
 NOTEBOOKS = notebooks()
 IDS = [p.name for p in NOTEBOOKS]
@@ -44,10 +51,11 @@ def test_toc_numbers_the_chapters_as_the_chapter_map_does():
         "the numbered parts of _toc.yml must list chapters 01, 02, ... in order"
     )
     landing = "\n".join(source(c) for c in load(ROOT / "chapters" / "00_start_here.ipynb")["cells"])
-    in_map = re.findall(r"\[(\d+)\. ([^\]]+)\]\((\d\d_\w+)\.ipynb\)", landing)
+    # the map links the published pages (.../chapters/01_ocr_data.html) so that they open from Colab too
+    in_map = re.findall(r"\[(\d+)\. ([^\]]+)\]\([^)\s]*/(\d\d_\w+)\.html\)", landing)
     assert [(int(number), title, stem) for number, title, stem in in_map] == [
         (k, title, Path(file).name) for k, (file, title) in enumerate(entries, start=1)
-    ], "the chapter map's '[N. title](file)' links must match the numbered toc entries and their titles"
+    ], "the chapter map's '[N. title](.../file.html)' links must match the numbered toc entries and their titles"
 
 
 def test_config_is_strict_and_points_at_main():
@@ -85,6 +93,125 @@ def test_setup_cell_is_identical_everywhere_and_uses_the_config_url():
     assert not differ, f"setup cell differs from 00_start_here's in: {differ}"
     url = config()["repository"]["url"]
     assert f'REPOSITORY = "{url}"' in reference, f"setup cell must install from _config.yml's repository.url ({url})"
+
+
+def setup_source() -> str:
+    return source(code_cells(load(ROOT / "chapters" / "00_start_here.ipynb"))[0])
+
+
+def test_setup_cell_names_the_package_version():
+    """The setup cell skips the install when lib is installed at this version: it must be the package's."""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert f'LIB_VERSION = "{version}"' in setup_source(), f"setup cell must say LIB_VERSION = {version!r}"
+    import lib
+
+    assert lib.__version__ == version
+
+
+def test_start_here_has_the_setup_cell_after_the_opening_and_the_chapter_map():
+    cells = load(ROOT / "chapters" / "00_start_here.ipynb")["cells"]
+    setup = next(i for i, c in enumerate(cells) if "setup" in tags(c))
+    chapter_map = next(i for i, c in enumerate(cells) if "## Chapter map" in source(c))
+    assert 0 < chapter_map < setup, "00_start_here: the setup cell comes after the opening text and the chapter map"
+
+
+def run_setup_in_fake_colab(monkeypatch, installed: str | None, pip_returncode: int) -> list[list[str]]:
+    """Execute the setup cell with a stub google.colab module; pip is not run, its calls are returned."""
+    import importlib.metadata
+
+    calls: list[list[str]] = []
+
+    def fake_version(name: str) -> str:
+        assert name == "circuits-from-scratch"
+        if installed is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed
+
+    def fake_run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, pip_returncode, "pip says hello", "pip error text")
+
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setattr(importlib.metadata, "version", fake_version)
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    exec(compile(setup_source(), "setup", "exec"), {})
+    return calls
+
+
+def test_setup_cell_in_colab_installs_quietly_once(monkeypatch, capsys):
+    calls = run_setup_in_fake_colab(monkeypatch, installed=None, pip_returncode=0)
+    assert len(calls) == 1 and calls[0][1:4] == ["-m", "pip", "install"]
+    assert "--quiet" in calls[0] and calls[0][calls[0].index("--progress-bar") + 1] == "off"
+    assert calls[0][-1] == f"git+{config()['repository']['url']}@main"
+    out = capsys.readouterr().out
+    assert out.startswith("Installing lib") and re.search(r"Done in \d+ s", out)
+
+
+def test_setup_cell_second_run_is_a_no_op(monkeypatch, capsys):
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert run_setup_in_fake_colab(monkeypatch, installed=version, pip_returncode=0) == []
+    assert "installed already" in capsys.readouterr().out
+    # an older lib is replaced
+    assert len(run_setup_in_fake_colab(monkeypatch, installed="0.0.1", pip_returncode=0)) == 1
+
+
+def test_setup_cell_shows_pip_output_when_the_install_fails(monkeypatch, capsys):
+    with pytest.raises(RuntimeError, match="pip could not install lib"):
+        run_setup_in_fake_colab(monkeypatch, installed=None, pip_returncode=1)
+    assert "pip error text" in capsys.readouterr().out
+
+
+def test_setup_cell_does_nothing_outside_colab(monkeypatch):
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("the setup cell ran a command outside Colab"))
+    exec(compile(setup_source(), "setup", "exec"), {})
+
+
+# A Markdown link or an HTML href to a local .md/.ipynb page: it opens neither in Colab nor in the student hand-out.
+LOCAL_PAGE = re.compile(r"(?:\]\(|href=[\"'])(?!https?://)[^)\"'\s]*\.(?:md|ipynb)\b")
+BOOK_PAGE = re.compile(re.escape(check_repository_url.pages_url()) + r"/([\w./-]+?)\.html")
+
+
+def local_page_links(nb: dict) -> list[str]:
+    return [m.group(0) for c in nb["cells"] if c["cell_type"] == "markdown" for m in LOCAL_PAGE.finditer(source(c))]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_no_chapter_links_a_local_page(path):
+    links = local_page_links(load(path))
+    assert not links, (
+        f"{path.name} links local pages {links}: link the published page instead, "
+        f"{check_repository_url.pages_url()}/chapters/NAME.html"
+    )
+
+
+def test_local_page_link_pattern():
+    assert local_page_links(
+        {"cells": [{"cell_type": "markdown", "source": "[a](performance.md) [b](../x/01_y.ipynb)"}]}
+    )
+    assert local_page_links({"cells": [{"cell_type": "markdown", "source": '<a href="guide.md#x">g</a>'}]})
+    ok = f"[a]({check_repository_url.pages_url()}/chapters/performance.html) [b](https://x.org/a.md)"
+    assert not local_page_links({"cells": [{"cell_type": "markdown", "source": ok}]})
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_links_to_the_published_book_name_its_pages(path):
+    """Every link to the published book names a page the book builds (a toc entry)."""
+    pages = {str(resolve(e).relative_to(ROOT).with_suffix("")) for e in toc_files()}
+    base = check_repository_url.pages_url()
+    for cell in load(path)["cells"]:
+        for match in BOOK_PAGE.finditer(source(cell)):
+            assert match.group(1) in pages, f"{path.name} links {match.group(0)}, not a page of the book"
+        # a fork changes _config.yml's repository.url: every link to a Pages site must follow it
+        for other in re.findall(r"https://[\w.-]+\.github\.io/[^\s)\"']*", source(cell)):
+            assert other.startswith(base + "/"), f"{path.name} links {other}; the book is published at {base}"
+
+
+def test_pages_address_follows_the_repository_address():
+    assert check_repository_url.pages_url("https://github.com/Some-One/my-book") == "https://some-one.github.io/my-book"
+    assert check_repository_url.pages_url("https://github.com/a/b.git/") == "https://a.github.io/b"
+    with pytest.raises(SystemExit):
+        check_repository_url.pages_url("https://gitlab.com/a/b")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)

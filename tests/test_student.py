@@ -90,6 +90,15 @@ def test_student_notebook_is_clean(path, student):
             assert "{term}" not in source(cell) and "{cite" not in source(cell), "MyST roles show raw in Jupyter"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_student_notebook_links_no_local_page(path, student):
+    """The hand-out holds notebooks only: a link to a local .md/.ipynb page would not open (test_hygiene's pattern)."""
+    from test_hygiene import local_page_links
+
+    links = local_page_links(student[path.name])
+    assert not links, f"student {path.name} links local pages: {links}"
+
+
 def test_dropdowns_become_details():
     md = "Intro\n\n```{dropdown} Hint 1\nUse `torch.roll`.\n```\n\n:::{dropdown} Hint 2\nMore.\n:::\n"
     out = make_student.dropdowns_to_details(md)
