@@ -50,7 +50,9 @@ def run(n_seeds: int = 10, steps: int | None = None) -> dict:
         )
     start = time.perf_counter()
     runs = [lm.run_prior_knowledge(experiment, seed) for seed in range(n_seeds)]
-    true, cf = runs[0].rules
+    # the rules by their link (lib.ocr.RelationPair.link), not by their place in the config
+    true = experiment.data.world_rule.name
+    (cf,) = [r.name for r in experiment.data.rules if r.link == "counterfactual"]
     out: dict = {"seeds": n_seeds, "fine-tuning steps": experiment.fine_tune.steps}
     finals = {}
     for init in lm.INITS:

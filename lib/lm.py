@@ -516,14 +516,16 @@ class PriorConfig:
         train_fraction: share of each fact value's new people whose implication is in the
             fine-tuning text (rounded half up, as in :class:`lib.ocr.SentenceConfig`).
         rules: relation pairs that differ only in their implication map (same fact values, fact
-            sentences, implication values and questions); the world follows ``rules[0]``.
+            sentences, implication values and questions); exactly one of them has ``link == "causal"``
+            (:attr:`lib.ocr.RelationPair.link`), and the world follows that one (:attr:`world_rule`),
+            wherever it stands in the tuple.
         seed: names, who is known, fact values and split.
     """
 
     n_known: int = 200
     n_new: int = 100
     train_fraction: float = 0.2
-    rules: tuple[RelationPair, ...] = (PAIRS[0], PAIRS[1])
+    rules: tuple[RelationPair, ...] = tuple(next(p for p in PAIRS if p.link == k) for k in ("causal", "counterfactual"))
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -546,10 +548,20 @@ class PriorConfig:
                 )
         if len({r.name for r in self.rules}) != len(self.rules):
             raise ValueError(f"rule names must be distinct, got {[r.name for r in self.rules]}")
+        links = [r.link for r in self.rules]
+        if links.count("causal") != 1:
+            raise ValueError(
+                f"rules must hold exactly one rule with link 'causal' (the rule the world follows), got links {links}"
+            )
         validate.int_at_least("n_known", self.n_known, 2 * n_values, f"two known people per fact value, {n_values}")
         validate.positive_int("n_new", self.n_new)
         validate.fraction("train_fraction", self.train_fraction)
         validate.seed(self.seed)
+
+    @property
+    def world_rule(self) -> RelationPair:
+        """The rule the known people follow: the one rule of :attr:`rules` whose ``link`` is ``"causal"``."""
+        return next(r for r in self.rules if r.link == "causal")
 
 
 @dataclass(frozen=True)
@@ -558,7 +570,7 @@ class PriorData:
 
     Attributes:
         config: how it was built.
-        world: the known people under ``config.rules[0]``; all of their sentences are pre-training text.
+        world: the known people under ``config.world_rule``; all of their sentences are pre-training text.
         new: the new people under each rule, in the order of ``config.rules`` (same names, facts and split).
         tokenizer: a :func:`word_tokenizer` over every text of ``world`` and ``new``.
     """
@@ -588,8 +600,10 @@ def build_prior(config: PriorConfig = PriorConfig()) -> PriorData:
         raise ValueError(f"config must be a PriorConfig, got {type(config).__name__}")
     c = config
     names = fictitious_names(c.n_known + c.n_new, c.seed)
-    n_values = len(c.rules[0].fact_values)
-    world = build_sentences(SentenceConfig(c.n_known, n_values, 0.5, (c.rules[0],), tuple(names[: c.n_known]), c.seed))
+    n_values = len(c.world_rule.fact_values)
+    world = build_sentences(
+        SentenceConfig(c.n_known, n_values, 0.5, (c.world_rule,), tuple(names[: c.n_known]), c.seed)
+    )
     new = tuple(
         build_sentences(SentenceConfig(c.n_new, n_values, c.train_fraction, (rule,), tuple(names[c.n_known :]), c.seed))
         for rule in c.rules
