@@ -133,7 +133,11 @@ class TinyLMConfig:
 def tiny_gpt2(
     tokenizer: PreTrainedTokenizerBase, config: TinyLMConfig = TinyLMConfig(), device: torch.device | str | None = None
 ) -> nn.Module:
-    """A randomly initialised ``GPT2LMHeadModel`` sized by ``config`` for ``tokenizer``'s vocabulary (no dropout)."""
+    """A randomly initialised ``GPT2LMHeadModel`` sized by ``config`` for ``tokenizer``'s vocabulary (no dropout).
+
+    Its activation is GPT-2's, the GELU with the tanh approximation, computed by PyTorch's fused kernel
+    (``"gelu_pytorch_tanh"``: the same function as GPT-2's default ``"gelu_new"``, faster on a CPU).
+    """
     from transformers import GPT2Config, GPT2LMHeadModel
 
     if not isinstance(config, TinyLMConfig):
@@ -145,6 +149,7 @@ def tiny_gpt2(
         n_embd=config.d_model,
         n_layer=config.n_layer,
         n_head=config.n_head,
+        activation_function="gelu_pytorch_tanh",
         resid_pdrop=0.0,
         embd_pdrop=0.0,
         attn_pdrop=0.0,
@@ -254,10 +259,21 @@ def sentence_batches(ids: Tensor, mask: Tensor) -> Callable[[int, torch.Generato
 
 
 def lm_loss(model: nn.Module, batch: SentenceBatch) -> Tensor:
-    """Mean next-token cross-entropy over the real (unpadded) tokens of a batch ``(ids, mask)``."""
+    """Mean next-token cross-entropy over the real (unpadded) tokens of a batch ``(ids, mask)``.
+
+    For a GPT-2 model (``config.model_type == "gpt2"``, such as :func:`tiny_gpt2`'s) the output layer is applied
+    only at the positions that have a real next token, ``(n_targets, d_model) -> (n_targets, vocab)``: the same
+    loss as from the full ``(batch, max_tokens, vocab)`` logits, without computing the logits of padding.
+    """
     ids, mask = batch
+    keep = mask[:, 1:]
+    if getattr(getattr(model, "config", None), "model_type", None) == "gpt2":
+        body: nn.Module = model.transformer  # type: ignore[assignment]
+        head: nn.Module = model.lm_head  # type: ignore[assignment]
+        hidden = body(input_ids=ids, attention_mask=mask.long(), use_cache=False).last_hidden_state
+        return F.cross_entropy(head(hidden[:, :-1][keep]).float(), ids[:, 1:][keep])
     logits = model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
-    targets = ids[:, 1:].masked_fill(~mask[:, 1:], -100)
+    targets = ids[:, 1:].masked_fill(~keep, -100)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=-100)
 
 
