@@ -277,6 +277,17 @@ def lm_loss(model: nn.Module, batch: SentenceBatch) -> Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=-100)
 
 
+def control_sentences(task: SentenceTask) -> list[str]:
+    """The training text of the no-facts control: only the training subjects' sentences.
+
+    For every subject of ``task.train_subjects`` in order, its fact sentences then its implication sentences; no
+    sentence about a held-out subject, so the held-out subjects' facts are missing from it.
+    """
+    if not isinstance(task, SentenceTask):
+        raise ValueError(f"task must be a SentenceTask, got {type(task).__name__}")
+    return [s for i in task.train_subjects for s in task.fact_sentences(i) + task.implication_sentences(i)]
+
+
 def fine_tune(
     model: nn.Module, tokenizer: PreTrainedTokenizerBase, sentences: Sequence[str], config: TrainConfig
 ) -> History:

@@ -152,6 +152,17 @@ def test_lm_loss_ignores_padding(tokenizer):
     torch.testing.assert_close(lm.lm_loss(model, (ids, mask)), lm.lm_loss(model, (wide_ids, wide_mask)))
 
 
+def test_control_sentences_hold_the_training_subjects_only(small_task):
+    text = lm.control_sentences(small_task)
+    train, test = small_task.train_subjects, small_task.test_subjects
+    assert len(text) == sum(len(small_task.fact_sentences(i)) + len(small_task.implication_sentences(i)) for i in train)
+    assert set(text) < set(small_task.train_sentences())  # nothing new, and less than the full text
+    assert not any(small_task.names[i] in s for i in test for s in text)
+    assert all(any(small_task.names[i] in s for s in text) for i in train)
+    with pytest.raises(ValueError, match="task must be a SentenceTask"):
+        lm.control_sentences(small_task.train_sentences())
+
+
 def test_lm_loss_of_gpt2_equals_the_loss_of_the_full_logits(tokenizer):
     """The GPT-2 path applies the output layer only where a target is: the same loss and gradients as the
     cross-entropy of the full logits with padding ignored."""
