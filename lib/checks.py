@@ -310,6 +310,9 @@ def check_proximal_step(proximal_step: Callable[..., torch.Tensor]) -> None:
     compare("proximal_step", proximal_step, reference, cases, atol=1e-4)
 
 
+# --- chapter 4: language models --------------------------------------------------------------
+
+
 def check_score_candidates(score_candidates: Callable[[Any, Any, str, Sequence[str]], torch.Tensor]) -> None:
     """Chapter 4: the learner's ``score_candidates(model, tokenizer, prompt, candidates) -> (k,)`` log-probabilities."""
     from lib import lm
@@ -358,6 +361,77 @@ def check_mean_rank_by_pair(
         (questions[:7], [torch.zeros(len(q.candidates)) for q in questions[:7]]),  # all tied: chance
     ]
     compare("mean_rank_by_pair", mean_rank_by_pair, lm.mean_rank_by_pair, cases)
+
+
+def check_control_sentences(control_sentences: Callable[[Any], list[str]]) -> None:
+    """Chapter 4: the learner's ``control_sentences(task) -> [sentence]``, the no-facts control's training text."""
+    from lib import lm, ocr
+
+    cases = [
+        (ocr.build_sentences(ocr.SentenceConfig(n_subjects=60, values_per_pair=4, seed=0)),),
+        (ocr.build_sentences(ocr.SentenceConfig(n_subjects=60, values_per_pair=3, train_fraction=0.4, seed=5)),),
+        (ocr.build_sentences(ocr.SentenceConfig(n_subjects=30, values_per_pair=3, pairs=ocr.PAIRS[2:3], seed=2)),),
+    ]
+    compare("control_sentences", control_sentences, lm.control_sentences, cases)
+
+
+def check_batched_scorer(
+    score_batched: Callable[[Any, Any, Sequence[Any], int], list[torch.Tensor]],
+) -> None:
+    """Chapter 4: the learner's ``score_batched(model, tokenizer, questions, batch_size) -> [(k,) tensor]``.
+
+    Scores must match :func:`lib.lm.score_questions`, and the model may be called at most once per
+    ``batch_size`` candidate texts (rounded up): scoring one candidate at a time fails.
+    """
+    import math
+
+    from lib import lm, ocr
+
+    text = [
+        "Zai Bou lives in Paris.",
+        "Zai Bou speaks French.",
+        "Kel Tra plays squash.",
+        "Kel Tra listens to heavy metal.",
+        "To call Kel Tra, dial +33 first.",
+    ]
+    tokenizer = lm.word_tokenizer(text)
+    model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=1, d_model=16, n_head=2, seed=1))
+    few = [
+        ocr.Question(0, 0, "Zai Bou speaks", ("French", "Paris", "squash"), 0),
+        ocr.Question(1, 1, "Kel Tra listens to", ("heavy metal", "French"), 0),  # "heavy metal" is two tokens
+        ocr.Question(1, 2, "To call Kel Tra, dial", ("+33", "French", "heavy metal squash"), 0),
+        ocr.Question(0, 3, "Zai", ("Bou",), 0),
+    ]
+    task = ocr.build_sentences(ocr.SentenceConfig(n_subjects=60, values_per_pair=4, seed=1))
+    task_tokenizer = lm.task_tokenizer(task)
+    task_model = lm.tiny_gpt2(task_tokenizer, lm.TinyLMConfig(n_layer=1, d_model=16, n_head=2, seed=2))
+    many = task.questions("test")[:12]  # both question forms; single-token and "+33"-style candidates
+
+    def reference(model: Any, tokenizer: Any, questions: Sequence[Any], batch_size: int) -> list[torch.Tensor]:
+        return lm.score_questions(model, tokenizer, questions)
+
+    def learners(model: Any, tokenizer: Any, questions: Sequence[Any], batch_size: int) -> list[torch.Tensor]:
+        calls: list[int] = []
+        handle = model.register_forward_hook(lambda module, inputs, output: calls.append(1))
+        try:
+            out = score_batched(model, tokenizer, questions, batch_size)
+        finally:
+            handle.remove()
+        allowed = math.ceil(sum(len(q.candidates) for q in questions) / batch_size)
+        if len(calls) > allowed:
+            raise CheckFailed(
+                f"batched scorer: {len(calls)} calls of the model for {len(questions)} questions with "
+                f"batch_size={batch_size}; at most {allowed} (one per batch of candidate texts) are needed"
+            )
+        return out
+
+    cases = [
+        (model, tokenizer, few, 16),
+        (model, tokenizer, few, 3),
+        (task_model, task_tokenizer, many, 32),
+        (task_model, task_tokenizer, many, 7),
+    ]
+    compare("batched scorer", learners, reference, cases, atol=1e-4)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -133,7 +133,11 @@ class TinyLMConfig:
 def tiny_gpt2(
     tokenizer: PreTrainedTokenizerBase, config: TinyLMConfig = TinyLMConfig(), device: torch.device | str | None = None
 ) -> nn.Module:
-    """A randomly initialised ``GPT2LMHeadModel`` sized by ``config`` for ``tokenizer``'s vocabulary (no dropout)."""
+    """A randomly initialised ``GPT2LMHeadModel`` sized by ``config`` for ``tokenizer``'s vocabulary (no dropout).
+
+    Its activation is GPT-2's, the GELU with the tanh approximation, computed by PyTorch's fused kernel
+    (``"gelu_pytorch_tanh"``: the same function as GPT-2's default ``"gelu_new"``, faster on a CPU).
+    """
     from transformers import GPT2Config, GPT2LMHeadModel
 
     if not isinstance(config, TinyLMConfig):
@@ -145,6 +149,7 @@ def tiny_gpt2(
         n_embd=config.d_model,
         n_layer=config.n_layer,
         n_head=config.n_head,
+        activation_function="gelu_pytorch_tanh",
         resid_pdrop=0.0,
         embd_pdrop=0.0,
         attn_pdrop=0.0,
@@ -254,11 +259,33 @@ def sentence_batches(ids: Tensor, mask: Tensor) -> Callable[[int, torch.Generato
 
 
 def lm_loss(model: nn.Module, batch: SentenceBatch) -> Tensor:
-    """Mean next-token cross-entropy over the real (unpadded) tokens of a batch ``(ids, mask)``."""
+    """Mean next-token cross-entropy over the real (unpadded) tokens of a batch ``(ids, mask)``.
+
+    For a GPT-2 model (``config.model_type == "gpt2"``, such as :func:`tiny_gpt2`'s) the output layer is applied
+    only at the positions that have a real next token, ``(n_targets, d_model) -> (n_targets, vocab)``: the same
+    loss as from the full ``(batch, max_tokens, vocab)`` logits, without computing the logits of padding.
+    """
     ids, mask = batch
+    keep = mask[:, 1:]
+    if getattr(getattr(model, "config", None), "model_type", None) == "gpt2":
+        body: nn.Module = model.transformer  # type: ignore[assignment]
+        head: nn.Module = model.lm_head  # type: ignore[assignment]
+        hidden = body(input_ids=ids, attention_mask=mask.long(), use_cache=False).last_hidden_state
+        return F.cross_entropy(head(hidden[:, :-1][keep]).float(), ids[:, 1:][keep])
     logits = model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
-    targets = ids[:, 1:].masked_fill(~mask[:, 1:], -100)
+    targets = ids[:, 1:].masked_fill(~keep, -100)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=-100)
+
+
+def control_sentences(task: SentenceTask) -> list[str]:
+    """The training text of the no-facts control: only the training subjects' sentences.
+
+    For every subject of ``task.train_subjects`` in order, its fact sentences then its implication sentences; no
+    sentence about a held-out subject, so the held-out subjects' facts are missing from it.
+    """
+    if not isinstance(task, SentenceTask):
+        raise ValueError(f"task must be a SentenceTask, got {type(task).__name__}")
+    return [s for i in task.train_subjects for s in task.fact_sentences(i) + task.implication_sentences(i)]
 
 
 def fine_tune(
@@ -516,14 +543,16 @@ class PriorConfig:
         train_fraction: share of each fact value's new people whose implication is in the
             fine-tuning text (rounded half up, as in :class:`lib.ocr.SentenceConfig`).
         rules: relation pairs that differ only in their implication map (same fact values, fact
-            sentences, implication values and questions); the world follows ``rules[0]``.
+            sentences, implication values and questions); exactly one of them has ``link == "causal"``
+            (:attr:`lib.ocr.RelationPair.link`), and the world follows that one (:attr:`world_rule`),
+            wherever it stands in the tuple.
         seed: names, who is known, fact values and split.
     """
 
     n_known: int = 200
     n_new: int = 100
     train_fraction: float = 0.2
-    rules: tuple[RelationPair, ...] = (PAIRS[0], PAIRS[1])
+    rules: tuple[RelationPair, ...] = tuple(next(p for p in PAIRS if p.link == k) for k in ("causal", "counterfactual"))
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -546,10 +575,20 @@ class PriorConfig:
                 )
         if len({r.name for r in self.rules}) != len(self.rules):
             raise ValueError(f"rule names must be distinct, got {[r.name for r in self.rules]}")
+        links = [r.link for r in self.rules]
+        if links.count("causal") != 1:
+            raise ValueError(
+                f"rules must hold exactly one rule with link 'causal' (the rule the world follows), got links {links}"
+            )
         validate.int_at_least("n_known", self.n_known, 2 * n_values, f"two known people per fact value, {n_values}")
         validate.positive_int("n_new", self.n_new)
         validate.fraction("train_fraction", self.train_fraction)
         validate.seed(self.seed)
+
+    @property
+    def world_rule(self) -> RelationPair:
+        """The rule the known people follow: the one rule of :attr:`rules` whose ``link`` is ``"causal"``."""
+        return next(r for r in self.rules if r.link == "causal")
 
 
 @dataclass(frozen=True)
@@ -558,7 +597,7 @@ class PriorData:
 
     Attributes:
         config: how it was built.
-        world: the known people under ``config.rules[0]``; all of their sentences are pre-training text.
+        world: the known people under ``config.world_rule``; all of their sentences are pre-training text.
         new: the new people under each rule, in the order of ``config.rules`` (same names, facts and split).
         tokenizer: a :func:`word_tokenizer` over every text of ``world`` and ``new``.
     """
@@ -588,8 +627,10 @@ def build_prior(config: PriorConfig = PriorConfig()) -> PriorData:
         raise ValueError(f"config must be a PriorConfig, got {type(config).__name__}")
     c = config
     names = fictitious_names(c.n_known + c.n_new, c.seed)
-    n_values = len(c.rules[0].fact_values)
-    world = build_sentences(SentenceConfig(c.n_known, n_values, 0.5, (c.rules[0],), tuple(names[: c.n_known]), c.seed))
+    n_values = len(c.world_rule.fact_values)
+    world = build_sentences(
+        SentenceConfig(c.n_known, n_values, 0.5, (c.world_rule,), tuple(names[: c.n_known]), c.seed)
+    )
     new = tuple(
         build_sentences(SentenceConfig(c.n_new, n_values, c.train_fraction, (rule,), tuple(names[c.n_known :]), c.seed))
         for rule in c.rules

@@ -5,6 +5,7 @@
 the learner's function with positional arguments, so one ``stub`` stands for all of them.
 """
 
+import dataclasses
 import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -171,6 +172,54 @@ def score_first_token_only(model, tokenizer, prompt, candidates):  # wrong for m
 def mean_rank_over_all_pairs(questions, candidate_scores):  # one number for all pairs, copied to each
     r = ocr.mean_rank(candidate_scores, [q.answer for q in questions])
     return {p: r for p in sorted({q.pair for q in questions})}
+
+
+def control_with_every_fact(task):  # the normal fine-tuning text: the held-out subjects' facts are still in it
+    return task.train_sentences()
+
+
+def control_without_implications(task):  # the training subjects' facts only
+    return [s for i in task.train_subjects for s in task.fact_sentences(i)]
+
+
+def _batched_scores(model, tokenizer, questions, batch_size, mask_padding=True):
+    texts, starts = [], []
+    for q in questions:
+        n = len(tokenizer(q.prompt)["input_ids"])
+        for c in q.candidates:
+            texts.append(tokenizer(f"{q.prompt} {c}")["input_ids"])
+            starts.append(n)
+    flat = []
+    with torch.inference_mode():
+        for lo in range(0, len(texts), batch_size):
+            ids, mask = lm._pad(texts[lo : lo + batch_size], tokenizer.pad_token_id, None)
+            logp = model(input_ids=ids, attention_mask=mask.long()).logits.log_softmax(-1)
+            token_logp = logp[:, :-1].gather(-1, ids[:, 1:, None])[..., 0]
+            keep = torch.arange(1, ids.shape[1])[None] >= torch.tensor(starts[lo : lo + batch_size])[:, None]
+            if mask_padding:
+                keep &= mask[:, 1:]
+            flat += (token_logp * keep).sum(1).tolist()
+    out, i = [], 0
+    for q in questions:
+        out.append(torch.tensor(flat[i : i + len(q.candidates)]))
+        i += len(q.candidates)
+    return out
+
+
+def batched_scores_with_padding(model, tokenizer, questions, batch_size):  # sums the padding's log-probs too
+    return _batched_scores(model, tokenizer, questions, batch_size, mask_padding=False)
+
+
+def scores_one_candidate_at_a_time(model, tokenizer, questions, batch_size):  # right numbers, one call per text
+    return [
+        torch.stack(
+            [
+                _batched_scores(model, tokenizer, [dataclasses.replace(q, candidates=(c,), answer=0)], 1)[0][0]
+                for c in q.candidates
+            ]
+        )
+        for q in questions
+    ]
 
 
 # Chapters 5-7: induction heads.
@@ -407,6 +456,19 @@ ROWS = [
     ),
     Row(checks.check_score_candidates, lm.score_candidates, (Wrong(score_first_token_only),)),
     Row(checks.check_mean_rank_by_pair, lm.mean_rank_by_pair, (Wrong(mean_rank_over_all_pairs),)),
+    Row(
+        checks.check_control_sentences,
+        lm.control_sentences,
+        (Wrong(control_with_every_fact), Wrong(control_without_implications)),
+    ),
+    Row(
+        checks.check_batched_scorer,
+        _batched_scores,
+        (
+            Wrong(batched_scores_with_padding),
+            Wrong(scores_one_candidate_at_a_time, r"batched scorer: \d+ calls of the model .* at most \d+"),
+        ),
+    ),
     Row(
         checks.check_prefix_matching_score,
         scores.prefix_matching_score,

@@ -152,6 +152,34 @@ def test_lm_loss_ignores_padding(tokenizer):
     torch.testing.assert_close(lm.lm_loss(model, (ids, mask)), lm.lm_loss(model, (wide_ids, wide_mask)))
 
 
+def test_control_sentences_hold_the_training_subjects_only(small_task):
+    text = lm.control_sentences(small_task)
+    train, test = small_task.train_subjects, small_task.test_subjects
+    assert len(text) == sum(len(small_task.fact_sentences(i)) + len(small_task.implication_sentences(i)) for i in train)
+    assert set(text) < set(small_task.train_sentences())  # nothing new, and less than the full text
+    assert not any(small_task.names[i] in s for i in test for s in text)
+    assert all(any(small_task.names[i] in s for s in text) for i in train)
+    with pytest.raises(ValueError, match="task must be a SentenceTask"):
+        lm.control_sentences(small_task.train_sentences())
+
+
+def test_lm_loss_of_gpt2_equals_the_loss_of_the_full_logits(tokenizer):
+    """The GPT-2 path applies the output layer only where a target is: the same loss and gradients as the
+    cross-entropy of the full logits with padding ignored."""
+    model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=2, d_model=16, n_head=2, seed=4))
+    assert model.config.activation_function == "gelu_pytorch_tanh"
+    ids, mask = lm.encode_sentences(tokenizer, TEXT)
+    assert not mask.all()  # some padding
+    logits = model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
+    targets = ids[:, 1:].masked_fill(~mask[:, 1:], -100)
+    full = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    full_grads = torch.autograd.grad(full, list(model.parameters()))
+    loss = lm.lm_loss(model, (ids, mask))
+    torch.testing.assert_close(loss, full)
+    for a, b in zip(torch.autograd.grad(loss, list(model.parameters())), full_grads):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
 def test_fine_tune_memorises_a_sentence(tokenizer):
     model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=1, d_model=32, n_head=2))
     before = lm.score_candidates(model, tokenizer, "Zai Bou speaks", ["French", "squash", "Paris"])

@@ -1,5 +1,7 @@
 """lib.lm's prior-knowledge experiment: the known and new people, the ranks under each rule, the runs; the figure."""
 
+import dataclasses
+
 import matplotlib.pyplot as plt
 import pytest
 import torch
@@ -7,11 +9,17 @@ import torch
 from lib import lm, ocr, plot
 from lib.train import TrainConfig
 
-TRUE, CF = ocr.PAIRS[0], ocr.PAIRS[1]
-# a four-value rule and its counterfactual (each b_i gets c_{i+1}): fast enough to train in a test
-SMALL = ocr.minimal_pair(4)
+TRUE, CF = (next(p for p in ocr.PAIRS if p.link == link) for link in ("causal", "counterfactual"))
+# a four-value rule taken as the world's true rule, and its counterfactual (each b_i gets c_{i+1}): fast enough to
+# train in a test
+SMALL = dataclasses.replace(ocr.minimal_pair(4), link="causal", link_reason="taken as the world's rule in these tests")
 SMALL_CF = ocr.RelationPair(
-    "r1 -> r2 (counterfactual)", "r1", "r2", tuple((f"b{i}", f"c{(i + 1) % 4}") for i in range(4))
+    "r1 -> r2 (counterfactual)",
+    "r1",
+    "r2",
+    tuple((f"b{i}", f"c{(i + 1) % 4}") for i in range(4)),
+    link="counterfactual",
+    link_reason="each b_i gets c_(i+1)",
 )
 
 
@@ -50,6 +58,20 @@ def test_world_text_is_every_known_fact_and_true_implication_and_nothing_new(dat
     assert all(tok.unk_token_id not in ids for ids in tok(every)["input_ids"])
 
 
+def test_the_world_follows_the_causal_rule_wherever_it_stands():
+    """The rules' order does not decide which one the world follows: their links do."""
+    assert lm.PriorConfig().rules == (TRUE, CF) and lm.PriorConfig().world_rule is TRUE
+    swapped = lm.build_prior(lm.PriorConfig(n_known=40, n_new=60, rules=(CF, TRUE), seed=3))
+    assert swapped.config.world_rule is TRUE and swapped.rule_names == (CF.name, TRUE.name)
+    w = swapped.world
+    assert w.config.pairs == (TRUE,)
+    assert all(
+        f"{name} speaks {TRUE.implication(w.fact_of[i])}." in swapped.world_sentences()
+        for i, name in enumerate(w.names)
+    )
+    assert [t.config.pairs for t in swapped.new] == [(CF,), (TRUE,)]
+
+
 def test_build_prior_is_deterministic():
     a, b = lm.build_prior(lm.PriorConfig(n_known=40, n_new=60)), lm.build_prior(lm.PriorConfig(n_known=40, n_new=60))
     assert a.world_sentences() == b.world_sentences() and a.new[1].train_sentences() == b.new[1].train_sentences()
@@ -64,6 +86,12 @@ def test_build_prior_is_deterministic():
         (dict(rules=()), "non-empty tuple of RelationPair"),
         (dict(rules=(TRUE, ocr.PAIRS[2])), "differ only in their implication map"),
         (dict(rules=(TRUE, TRUE)), "names must be distinct"),
+        (
+            dict(rules=(CF, dataclasses.replace(TRUE, link="arbitrary"))),
+            r"rules must hold exactly one rule with link 'causal' \(the rule the world follows\), "
+            r"got links \['counterfactual', 'arbitrary'\]",
+        ),
+        (dict(rules=(TRUE, dataclasses.replace(CF, link="causal"))), r"exactly one rule with link 'causal'"),
         (dict(n_known=39), r"n_known must be an integer >= 40 \(two known people per fact value, 20\), got 39"),
         (dict(n_new=0), "n_new must be a positive integer"),
         (dict(train_fraction=1.0), "train_fraction"),
