@@ -259,3 +259,81 @@ def test_exercise_headers_are_uniform(path):
                 assert is_open == (meta["kind"] == "open question"), (
                     f"{path.name}: {line!r}: '(open)' in the heading goes with the kind 'open question', and only then"
                 )
+
+
+def exercises(path):
+    """The chapter's exercises in order: (id, difficulty, kind, whether a check cell follows before the next one)."""
+    found = []
+    for cell in load(path)["cells"]:
+        text = source(cell)
+        if cell["cell_type"] == "code":
+            if found and "checks." in text:
+                found[-1]["checked"] = True
+            continue
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        for i, line in enumerate(lines):
+            heading = EXERCISE.match(line)
+            meta = META.match(lines[i + 1]) if heading and i + 1 < len(lines) else None
+            if heading and meta:
+                difficulty = int(re.search(r"Difficulty (\d)", lines[i + 1])[1])
+                found.append({"id": line, "difficulty": difficulty, "kind": meta["kind"], "checked": False})
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if 1 <= int(p.name[:2]) <= 7], ids=lambda p: p.name)
+def test_every_chapter_has_a_ladder_of_checked_exercises(path):
+    """Issue 16: >= 4 checked exercises, >= 2 of them building the mechanism, difficulty climbing from 1 to 3."""
+    checked = [e for e in exercises(path) if e["kind"] != "open question"]
+    unchecked = [e["id"] for e in checked if not e["checked"]]
+    assert not unchecked, f"{path.name}: no `checks.` cell after {unchecked}"
+    assert len(checked) >= 4, f"{path.name}: {len(checked)} checked exercises, the book wants at least 4"
+    builds = [e for e in checked if e["kind"] == "builds the mechanism"]
+    assert len(builds) >= 2, f"{path.name}: {len(builds)} exercises build the mechanism, the book wants at least 2"
+    ladder = [e["difficulty"] for e in checked]
+    assert ladder[0] == 1 and max(ladder) == 3 and ladder == sorted(ladder), (
+        f"{path.name}: difficulties {ladder} should climb from 1 to 3 without going down"
+    )
+
+
+GUIDE = ROOT / "chapters" / "instructor_guide.md"
+GUIDE_ROW = re.compile(r"^\| (\d+) \| (\d+\.\d+) (.+?) \| (\d+) \| ([123]) \| ([a-z ]+) \|$", re.MULTILINE)
+
+
+def all_exercises():
+    """id -> (title, minutes, difficulty, kind) for every exercise of every chapter."""
+    found = {}
+    for path in NOTEBOOKS:
+        for cell in load(path)["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            lines = [ln for ln in source(cell).splitlines() if ln.strip()]
+            for i, line in enumerate(lines):
+                heading = EXERCISE.match(line)
+                if heading:
+                    meta = re.match(
+                        r"^\*Difficulty (\d) of 3 · importance: [^·]+ · about (\d+) minutes · (.+)\*$", lines[i + 1]
+                    )
+                    title = line.split(": ", 1)[1]
+                    found[f"{heading['chapter']}.{heading['k']}"] = (title, int(meta[2]), int(meta[1]), meta[3])
+    return found
+
+
+def test_instructor_guide_lists_every_exercise_as_the_chapters_do():
+    rows = {m[2]: (m[3], int(m[4]), int(m[5]), m[6]) for m in GUIDE_ROW.finditer(GUIDE.read_text())}
+    assert rows == all_exercises(), "the instructor guide's exercise table disagrees with the chapters' headers"
+
+
+def test_session_plans_fit_their_exercises_in_their_slots():
+    """Each plan row 'H:MM | ... exercises 5.1, 5.2 ...': the named exercises' minutes fit before the next row."""
+    minutes = {k: v[1] for k, v in all_exercises().items()}
+    plans = re.findall(r"\*\*[^*]+\*\*\n\n\| time \| what \|\n\|---\|---\|\n((?:\|.*\|\n)+)", GUIDE.read_text())
+    assert len(plans) == 3, "expected three session plans"
+    for plan in plans:
+        rows = [re.match(r"^\| (\d+):(\d\d) \| (.*) \|$", ln) for ln in plan.strip().splitlines()]
+        starts = [60 * int(r[1]) + int(r[2]) for r in rows]
+        for row, start, end in zip(rows, starts, starts[1:]):
+            named = re.findall(r"\b(\d\.\d)\b", row[3].split("exercise", 1)[1]) if "exercise" in row[3] else []
+            need = sum(minutes[e] for e in named)
+            assert need <= end - start, (
+                f"{row[3][:60]!r}: exercises {named} need {need} min, the slot has {end - start}"
+            )
