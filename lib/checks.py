@@ -103,6 +103,21 @@ def passing_or_reference(learner: F, check: Callable[[F], None], reference: F) -
 # ---------------------------------------------------------------------------------------------
 
 
+def check_shifted_map(shifted_map: Callable[[Sequence[tuple[str, str]], int], Any]) -> None:
+    """Chapter 1: the learner's ``shifted_map(mapping, shift) -> ((b_0, c_shift), (b_1, c_{1+shift}), ...)``."""
+    from lib import ocr
+
+    small = (("a", "x"), ("b", "y"), ("c", "z"), ("d", "w"))
+    cases = [
+        (small, 1),
+        (small, 3),
+        (small, -1),  # negative shifts wrap around too
+        (small, 6),  # a shift longer than the list
+        (ocr.CITY_LANGUAGE, ocr.COUNTERFACTUAL_SHIFT),  # the book's counterfactual rule
+    ]
+    compare("shifted_map", shifted_map, ocr.shifted_map, cases)
+
+
 def check_split_subjects(split_subjects: Callable[[Sequence[Any], float], tuple[list[int], list[int]]]) -> None:
     """Chapter 1: the learner's ``split_subjects(group_of, train_fraction) -> (train, test)``."""
     from lib import ocr
@@ -133,6 +148,19 @@ def check_mean_rank(mean_rank: Callable[[torch.Tensor, torch.Tensor], float]) ->
         (torch.randn(50, 8, generator=g), torch.randint(0, 8, (50,), generator=g)),
     ]
     compare("mean_rank", mean_rank, ocr.mean_rank, cases)
+
+
+def check_pair_sentences(pair_sentences: Callable[[Any, str, str], Any]) -> None:
+    """Chapter 1: the learner's ``pair_sentences(pair, name, fact_value) -> (facts, implications)``."""
+    from lib import ocr
+
+    cases = [
+        (ocr.PAIRS[0], "Tomeka Vadu", "Paris"),
+        (ocr.PAIRS[1], "Lirona Besk", ocr.PAIRS[1].fact_values[0]),  # the counterfactual rule's own language
+        (ocr.PAIRS[2], "Ossa Venrik", "Japan"),
+        (ocr.minimal_pair(3), "s7", "b2"),  # default templates: "{s} {r1} {b}." needs the relation words
+    ]
+    compare("pair_sentences", pair_sentences, ocr.pair_sentences, cases)
 
 
 def check_train_batch(train_batch: Callable[[Any, int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]) -> None:
@@ -212,6 +240,35 @@ def check_candidate_accuracy(accuracy: Callable[[torch.Tensor, torch.Tensor, tor
     compare("candidate accuracy", accuracy, candidate_accuracy, cases)
 
 
+def check_candidate_loss(loss: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], float]) -> None:
+    """Chapter 2: the learner's ``candidate_loss(logits (N, V), answers (N,), candidates (K,)) -> float``."""
+    from lib.onelayer import candidate_loss
+
+    g = torch.Generator().manual_seed(11)
+    cases = [
+        (torch.tensor([[0.0, 5.0, 1.0, 1.0]]), torch.tensor([3]), torch.tensor([2, 3])),  # even: log 2
+        (torch.tensor([[0.0, 3.0, 1.0, 2.0]]), torch.tensor([2]), torch.tensor([2, 3])),
+        (torch.randn(40, 9, generator=g), torch.randint(4, 9, (40,), generator=g), torch.arange(4, 9)),
+        (3 * torch.randn(25, 6, generator=g), torch.randint(0, 3, (25,), generator=g), torch.tensor([2, 0, 1])),
+    ]
+    compare("candidate loss", loss, candidate_loss, cases)
+
+
+def check_numerical_rank(numerical_rank: Callable[[torch.Tensor, float], int]) -> None:
+    """Chapter 2: the learner's ``numerical_rank(W (m, n), rel_tol) -> int``."""
+    from lib.theory import numerical_rank as reference
+
+    g = torch.Generator().manual_seed(12)
+    low_rank = torch.randn(8, 3, generator=g) @ torch.randn(3, 6, generator=g)
+    cases = [
+        (torch.diag(torch.tensor([300.0, 1.0, 0.05])), 1e-3),  # relative to the largest: 0.3, so 2
+        (low_rank + 1e-6 * torch.randn(8, 6, generator=g), 1e-3),  # rank 3 plus rounding-size noise
+        (torch.randn(5, 7, generator=g), 1e-2),
+        (torch.diag(torch.tensor([1.0, 0.5, 0.2, 0.05])), 0.1),
+    ]
+    compare("numerical_rank", numerical_rank, reference, cases)
+
+
 def check_merged_forward(forward: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Chapter 2: the learner's ``merged_forward(W_OV (d, d), W_KQ (d, d), tokens (B, T)) -> (B, d)``."""
     from lib.onelayer import merged_forward_reference
@@ -254,6 +311,28 @@ def check_multiclass_margins(margins: Callable[[torch.Tensor, torch.Tensor], tor
         (torch.randn(30, 7, generator=g), torch.randint(0, 7, (30,), generator=g)),
     ]
     compare("multiclass margins", margins, multiclass_margins, cases)
+
+
+def check_nuclear_norm(nuclear_norm: Callable[[torch.Tensor], float]) -> None:
+    """Chapter 3: the learner's ``nuclear_norm(W (m, n)) -> float``, the sum of the singular values."""
+    from lib.theory import matrix_norm
+
+    g = torch.Generator().manual_seed(13)
+    cases = [
+        (torch.diag(torch.tensor([3.0, -1.0, 0.5])),),  # singular values are never negative: 4.5
+        (torch.randn(5, 3, generator=g),),
+        (torch.randn(4, 7, generator=g),),
+        (torch.randn(6, 1, generator=g) @ torch.randn(1, 4, generator=g),),  # rank 1: equals the largest
+    ]
+    compare("nuclear_norm", nuclear_norm, lambda W: matrix_norm(W, "nuclear"), cases, atol=1e-4)
+
+
+def check_two_row_nuclear_norm(two_row_nuclear_norm: Callable[[int, int, float], float]) -> None:
+    """Chapter 3: the learner's ``two_row_nuclear_norm(m_train, m_test, t) -> float``."""
+    from lib.theory import two_row_nuclear_norm as reference
+
+    cases = [(1, 3, 0.0), (1, 3, 3**-0.5), (2, 2, 1.0), (1, 1, 1.5), (3, 5, 0.3), (1, 8, 0.9)]
+    compare("two_row_nuclear_norm", two_row_nuclear_norm, reference, cases, atol=1e-4)
 
 
 def check_svt(svt: Callable[[torch.Tensor, float], torch.Tensor]) -> None:

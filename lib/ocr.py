@@ -171,13 +171,30 @@ CITY_LANGUAGE = (
     ("Budapest", "Hungarian"),
     ("Prague", "Czech"),
 )
+
+
+def shifted_map(mapping: Sequence[tuple[str, str]], shift: int) -> tuple[tuple[str, str], ...]:
+    """A rule whose fact value ``i`` gets the implication value of mapping ``i + shift`` (mod the length).
+
+    Args:
+        mapping: ``((b_0, c_0), (b_1, c_1), ...)``, a one-to-one rule.
+        shift: any integer; a shift that is not a multiple of ``len(mapping)`` moves every implication value, so
+            no fact value keeps its own (a derangement).
+    Returns:
+        ``((b_0, c_shift), (b_1, c_{1 + shift}), ...)``, the fact values in their original order.
+    """
+    if not mapping:
+        raise ValueError("mapping must hold at least one (fact value, implication value) pair, got none")
+    if not isinstance(shift, int) or isinstance(shift, bool):
+        raise ValueError(f"shift must be an int, got {shift!r}")
+    n = len(mapping)
+    return tuple((b, mapping[(i + shift) % n][1]) for i, (b, _) in enumerate(mapping))
+
+
 # The counterfactual rule: city i gets the true language of city i + 7 (mod 20). A shift by 7 of
 # 20 moves every city, so no city keeps its true language (a fixed, deliberate derangement).
 COUNTERFACTUAL_SHIFT = 7
-CITY_LANGUAGE_COUNTERFACTUAL = tuple(
-    (city, CITY_LANGUAGE[(i + COUNTERFACTUAL_SHIFT) % len(CITY_LANGUAGE)][1])
-    for i, (city, _) in enumerate(CITY_LANGUAGE)
-)
+CITY_LANGUAGE_COUNTERFACTUAL = shifted_map(CITY_LANGUAGE, COUNTERFACTUAL_SHIFT)
 # Real international (telephone) calling codes. The paper names this pair "Country-Code"; reading "code" as the
 # calling code of a phone number is the book's choice.
 COUNTRY_CODE = (
@@ -889,6 +906,31 @@ def answer_index(candidates: Sequence[str], answer: str) -> int:
         problem = "does not contain" if not hits else f"contains {len(hits)} times"
         raise ValueError(f"candidate list {list(candidates)} {problem} the answer {answer!r}")
     return hits[0]
+
+
+def pair_sentences(pair: RelationPair, name: str, fact_value: str) -> tuple[list[str], list[str]]:
+    """A person's fact and implication sentences under one rule: every template of ``pair``, filled in.
+
+    Args:
+        pair: the rule; its templates use ``{s}`` (the name), ``{b}`` (the fact value), ``{c}`` (its implication
+            value under this rule), ``{r1}`` and ``{r2}`` (the relations in words).
+        name: the subject's name.
+        fact_value: one of ``pair.fact_values``.
+    Returns:
+        ``(facts, implications)``: one sentence per fact template and one per implication template, in order.
+    """
+    validate.one_of("fact_value", fact_value, pair.fact_values)
+    words = {
+        "s": name,
+        "b": fact_value,
+        "c": pair.implication(fact_value),
+        "r1": pair.fact_relation,
+        "r2": pair.implication_relation,
+    }
+    return (
+        [t.format(**words) for t in pair.fact_templates],
+        [t.format(**words) for t in pair.implication_templates],
+    )
 
 
 @dataclass(frozen=True)

@@ -398,6 +398,24 @@ def candidate_accuracy(logits: Tensor, answers: Tensor, candidates: Tensor) -> f
     return float((logits[:, candidates].argmax(1) == position).float().mean())
 
 
+def candidate_loss(logits: Tensor, answers: Tensor, candidates: Tensor) -> float:
+    """Mean cross-entropy of the answers with the softmax taken over ``candidates`` only (other tokens ignored).
+
+    Args:
+        logits: ``(N, V)``; answers: ``(N,)`` token ids (each one of ``candidates``); candidates: ``(K,)``
+            token ids.
+    Returns:
+        ``mean_n -log softmax(logits[n, candidates])[position of answers[n]]``; ``log K`` for a model that
+        scores the candidates alike.
+    """
+    match = answers[:, None] == candidates[None, :].to(answers.device)
+    if not match.any(1).all():
+        outside = answers[~match.any(1)][:5].tolist()
+        raise ValueError(f"every answer must be one of the candidates; {outside} are not in {candidates.tolist()[:10]}")
+    position = match.float().argmax(1)
+    return float(F.cross_entropy(logits[:, candidates].float(), position))
+
+
 # ----------------------------------------------------------------------------------------------------
 # Training on the symbolic OCR task (lib.ocr.SymbolicTask) and reading the learned map
 # ----------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ Frobenius norm a shrinkage of the whole matrix. Its multipliers give a dual cert
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -466,6 +467,25 @@ def numerical_rank(W: Tensor, rel_tol: float = 1e-3) -> int:
         raise ValueError(f"W must be a 2-D matrix, got shape {tuple(W.shape)}")
     s = torch.linalg.svdvals(W.double())
     return int((s > rel_tol * s[0]).sum()) if len(s) and s[0] > 0 else 0
+
+
+def two_row_nuclear_norm(m_train: int, m_test: int, t: float) -> float:
+    """The nuclear norm of one mapping's two-row block in chapter 3's calculation (scale ``a = 1``).
+
+    Rows ``u = (1, ..., 1)`` (the fact value, on all ``m_train + m_test`` subjects) and
+    ``v = (1, ..., 1, t, ..., t)`` (the implication value: 1 on the ``m_train`` training subjects, ``t`` on the
+    ``m_test`` held-out ones).
+
+    Returns:
+        ``||[u; v]||_*``, the sum of the two singular values of the ``(2, m_train + m_test)`` block.
+    """
+    validate.positive_int("m_train", m_train)
+    validate.positive_int("m_test", m_test)
+    if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t):
+        raise ValueError(f"t must be a finite number, got {t!r}")
+    u = torch.ones(m_train + m_test, dtype=torch.float64)
+    v = torch.cat([torch.ones(m_train, dtype=torch.float64), torch.full((m_test,), float(t), dtype=torch.float64)])
+    return float(torch.linalg.svdvals(torch.stack([u, v])).sum())
 
 
 def held_out_margin_law(m_train: int, m_test: int) -> float:

@@ -49,6 +49,26 @@ def test_same_tolerances_and_shapes():
 # Chapter 1: the split and the metric.
 
 
+def shifted_map_the_wrong_way(mapping, shift):  # c_(i - shift): the inverse shift
+    return ocr.shifted_map(mapping, -shift)
+
+
+def shifted_map_moving_the_fact_values(mapping, shift):  # (b_(i + shift), c_i): right pairs, wrong order
+    n = len(mapping)
+    return tuple((mapping[(i + shift) % n][0], c) for i, (_, c) in enumerate(mapping))
+
+
+def pair_sentences_true_language(pair, name, fact_value):  # the real city's language, also for the false rule
+    c = dict(ocr.CITY_LANGUAGE).get(fact_value, pair.implication(fact_value))
+    words = dict(s=name, b=fact_value, c=c, r1=pair.fact_relation, r2=pair.implication_relation)
+    return [t.format(**words) for t in pair.fact_templates], [t.format(**words) for t in pair.implication_templates]
+
+
+def pair_sentences_first_template_only(pair, name, fact_value):
+    facts, implications = ocr.pair_sentences(pair, name, fact_value)
+    return facts[:1], implications[:1]
+
+
 def split_subjects_rounding_half_to_even(group_of, fraction):  # Python's round() sends 1.5 to 2 but 0.5 to 0
     groups = {}
     for i, g in enumerate(group_of):
@@ -109,6 +129,39 @@ def forward_with_key_and_query_swapped(W_O, W_V, W_KQ, tokens):
 
 def accuracy_over_all_tokens(logits, answers, candidates):  # argmax over the whole vocabulary
     return float((logits.argmax(1) == answers).float().mean())
+
+
+def candidate_loss_over_all_tokens(logits, answers, candidates):  # the softmax over the whole vocabulary
+    return float(torch.nn.functional.cross_entropy(logits, answers))
+
+
+def candidate_loss_summed(logits, answers, candidates):  # the sum over examples, not the mean
+    return onelayer.candidate_loss(logits, answers, candidates) * len(answers)
+
+
+def numerical_rank_absolute(W, rel_tol):  # compares with rel_tol itself, not rel_tol times the largest
+    return int((torch.linalg.svdvals(W) > rel_tol).sum())
+
+
+def numerical_rank_torch_default(W, rel_tol):  # torch's own tolerance: machine precision, not rel_tol
+    return int(torch.linalg.matrix_rank(W))
+
+
+def nuclear_norm_frobenius(W):
+    return float(torch.linalg.matrix_norm(W))
+
+
+def nuclear_norm_largest_singular_value(W):  # the spectral norm
+    return float(torch.linalg.svdvals(W)[0])
+
+
+def two_row_nuclear_norm_squared(m_train, m_test, t):  # the chapter's formula gives the square
+    return theory.two_row_nuclear_norm(m_train, m_test, t) ** 2
+
+
+def two_row_nuclear_norm_frobenius(m_train, m_test, t):
+    v = torch.cat([torch.ones(m_train), torch.full((m_test,), float(t))])
+    return float(torch.linalg.matrix_norm(torch.stack([torch.ones(m_train + m_test), v])))
 
 
 def margins_against_every_class(logits, targets):  # the max includes the target itself: never negative
@@ -415,11 +468,21 @@ def stub(*args):
 
 ROWS = [
     Row(
+        checks.check_shifted_map,
+        ocr.shifted_map,
+        (Wrong(shifted_map_the_wrong_way), Wrong(shifted_map_moving_the_fact_values)),
+    ),
+    Row(
         checks.check_split_subjects,
         ocr.split_subjects,
         (Wrong(split_subjects_rounding_half_to_even), Wrong(split_subjects_test_before_train)),
     ),
     Row(checks.check_mean_rank, ocr.mean_rank, (Wrong(mean_rank_ignoring_ties), Wrong(mean_rank_one_indexed))),
+    Row(
+        checks.check_pair_sentences,
+        ocr.pair_sentences,
+        (Wrong(pair_sentences_true_language), Wrong(pair_sentences_first_template_only)),
+    ),
     Row(
         checks.check_train_batch,
         ocr.SymbolicTask.train_batch,
@@ -437,12 +500,32 @@ ROWS = [
     Row(checks.check_factorized_forward, onelayer.forward_reference, (Wrong(forward_with_key_and_query_swapped),)),
     Row(checks.check_candidate_accuracy, onelayer.candidate_accuracy, (Wrong(accuracy_over_all_tokens),)),
     Row(
+        checks.check_candidate_loss,
+        onelayer.candidate_loss,
+        (Wrong(candidate_loss_over_all_tokens), Wrong(candidate_loss_summed)),
+    ),
+    Row(
+        checks.check_numerical_rank,
+        theory.numerical_rank,
+        (Wrong(numerical_rank_absolute), Wrong(numerical_rank_torch_default)),
+    ),
+    Row(
         checks.check_merged_forward,
         onelayer.merged_forward_reference,
         (Wrong(merged_forward_softmax_attention), Wrong(merged_forward_query_first_token)),
     ),
     Row(checks.check_column_push, onelayer.column_push, (Wrong(column_push_ascending), Wrong(column_push_through_W_V))),
     Row(checks.check_multiclass_margins, theory.multiclass_margins, (Wrong(margins_against_every_class),)),
+    Row(
+        checks.check_nuclear_norm,
+        lambda W: theory.matrix_norm(W, "nuclear"),
+        (Wrong(nuclear_norm_frobenius), Wrong(nuclear_norm_largest_singular_value)),
+    ),
+    Row(
+        checks.check_two_row_nuclear_norm,
+        theory.two_row_nuclear_norm,
+        (Wrong(two_row_nuclear_norm_squared), Wrong(two_row_nuclear_norm_frobenius)),
+    ),
     Row(checks.check_svt, theory.svt, (Wrong(svt_entry_wise),)),
     Row(
         checks.check_balanced_factors,

@@ -10,6 +10,8 @@ from lib.ocr import (
     RelationPair,
     build_sentences,
     minimal_pair,
+    pair_sentences,
+    shifted_map,
 )
 
 
@@ -73,3 +75,33 @@ def test_true_and_counterfactual_pairs_use_different_cities():
 def test_bad_relation_pair(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_shifted_map_moves_every_value_by_the_shift():
+    small = (("a", "x"), ("b", "y"), ("c", "z"))
+    assert shifted_map(small, 1) == (("a", "y"), ("b", "z"), ("c", "x"))
+    assert shifted_map(small, -1) == shifted_map(small, 2) == (("a", "z"), ("b", "x"), ("c", "y"))
+    assert shifted_map(small, 3) == small
+    # any shift that is not a multiple of the length is a derangement of distinct values
+    for shift in range(1, len(CITY_LANGUAGE)):
+        assert not set(shifted_map(CITY_LANGUAGE, shift)) & set(CITY_LANGUAGE)
+
+
+@pytest.mark.parametrize(
+    "mapping, shift, match",
+    [((), 1, "mapping must hold at least one"), ((("a", "x"),), 1.5, "shift must be an int, got 1.5")],
+)
+def test_shifted_map_rejects_bad_input(mapping, shift, match):
+    with pytest.raises(ValueError, match=match):
+        shifted_map(mapping, shift)
+
+
+def test_pair_sentences_are_the_tasks():
+    t = build_sentences()
+    for i in range(0, len(t.names), 7):
+        facts, implications = pair_sentences(t.pairs[t.pair_of[i]], t.names[i], t.fact_of[i])
+        assert facts == t.fact_sentences(i) and implications == t.implication_sentences(i)
+    facts, implications = pair_sentences(minimal_pair(2), "s0", "b1")
+    assert (facts, implications) == (["s0 r1 b1."], ["s0 r2 c1."])
+    with pytest.raises(ValueError, match="fact_value must be one of"):
+        pair_sentences(PAIRS[0], "Ana", "Atlantis")

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -8,6 +10,7 @@ from lib.onelayer import (
     OneLayer,
     OneLayerConfig,
     candidate_accuracy,
+    candidate_loss,
     factorize,
     forward_reference,
     member,
@@ -251,3 +254,12 @@ def test_column_push_merged_is_the_negative_gradient_and_factorized_goes_through
     assert torch.allclose((moved - W_O @ W_V.T)[rows, 3] / eps, fpush, atol=1e-8)
     with pytest.raises(ValueError, match="params must have keys"):
         column_push({"W_OV": W_OV}, tokens, answers, 3, rows)
+
+
+def test_candidate_loss_is_log_k_for_even_scores_and_ignores_other_tokens():
+    logits = torch.tensor([[9.0, 0.0, 0.0, 0.0], [-9.0, 2.0, 2.0, 2.0]])
+    assert abs(candidate_loss(logits, torch.tensor([1, 3]), torch.tensor([1, 2, 3])) - math.log(3)) < 1e-6
+    sure = torch.tensor([[0.0, 50.0, 0.0]])
+    assert candidate_loss(sure, torch.tensor([1]), torch.tensor([2, 1])) < 1e-6
+    with pytest.raises(ValueError, match="every answer must be one of the candidates"):
+        candidate_loss(torch.zeros(1, 4), torch.tensor([0]), torch.tensor([2, 3]))

@@ -13,6 +13,7 @@ from lib.theory import (
     solve_min_norm,
     svt,
     theorem2_bound,
+    two_row_nuclear_norm,
 )
 
 
@@ -213,3 +214,19 @@ def test_proximal_step_is_gradient_then_svt():
     assert torch.allclose(proximal_step(W, inputs, targets, 0.5, 0.0), W - 0.5 * grad, atol=1e-6)
     with pytest.raises(ValueError, match="lam"):
         proximal_step(W, inputs, targets, 0.5, -1.0)
+
+
+@pytest.mark.parametrize("m_train, m_test", [(1, 3), (1, 8), (2, 2), (3, 1)])
+def test_two_row_nuclear_norm_matches_the_formula_and_its_minimum(m_train, m_test):
+    for t in (0.0, 0.25, 0.5, 1.0):  # the chapter's closed form of ||M||_*^2, for t <= 1
+        squared = 2 * m_train + m_test + m_test * t**2 + 2 * (m_train * m_test) ** 0.5 * (1 - t)
+        assert two_row_nuclear_norm(m_train, m_test, t) ** 2 == pytest.approx(squared, abs=1e-9)
+    grid = [i / 1000 for i in range(1501)]
+    best = min(grid, key=lambda t: two_row_nuclear_norm(m_train, m_test, t))
+    assert best == pytest.approx(min(1.0, (m_train / m_test) ** 0.5), abs=2e-3)
+
+
+@pytest.mark.parametrize("args, match", [((0, 1, 0.5), "m_train"), ((1, 0, 0.5), "m_test"), ((1, 1, "x"), "t must be")])
+def test_two_row_nuclear_norm_rejects_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        two_row_nuclear_norm(*args)
