@@ -617,6 +617,33 @@ def check_olsson_copying_score(learner: Callable[[Any, torch.Tensor], torch.Tens
     compare("olsson_copying_score", learner, olsson_copying_score, cases, atol=1e-4)
 
 
+def check_repeat_mask(learner: Callable[[torch.Tensor, Any], torch.Tensor]) -> None:
+    """Chapter 5: ``repeat_mask(period (batch,), config) -> (batch, config.seq_len - 1) bool``."""
+    from lib import induction
+
+    g = torch.Generator().manual_seed(10)
+    cases = []
+    for seq_len, low, high, batch in ((11, 2, 5, 3), (49, 5, 24, 6), (30, 3, 14, 8)):
+        config = induction.InductionConfig(seq_len=seq_len, min_repeat=low, max_repeat=high, prefix_segment=2)
+        period = torch.randint(low, high + 1, (batch,), generator=g)
+        period[0] = low
+        cases.append((period, config))
+    compare("repeat_mask", learner, induction.repeat_mask, cases)
+
+
+def check_previous_token_score(learner: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """Chapter 5: ``previous_token_score(pattern (batch, heads, query, key)) -> (heads,)``."""
+    from lib.scores import previous_token_score
+
+    g = torch.Generator().manual_seed(11)
+    cases = []
+    for batch, heads, seq in ((1, 1, 4), (2, 3, 9), (5, 4, 16)):
+        logits = 2 * torch.randn(batch, heads, seq, seq, generator=g)
+        logits = logits.masked_fill(torch.ones(seq, seq, dtype=torch.bool).triu(1), float("-inf"))
+        cases.append((logits.softmax(-1),))
+    compare("previous_token_score", learner, previous_token_score, cases)
+
+
 # --- chapter 6: smeared keys -----------------------------------------------------------------
 
 
@@ -722,6 +749,52 @@ def check_smeared_induction_head(learner: Callable[..., dict]) -> None:
     print("PASSED smeared_induction_head_weights: repeated-token loss < 0.01 nats.")
 
 
+def check_sigma_trajectory(learner: Callable[[dict, Sequence[int]], torch.Tensor]) -> None:
+    """Chapter 6: ``sigma_trajectory(checkpoints {step: state dict}, steps) -> (len(steps), n_layers, n_heads)``.
+
+    On made-up checkpoints of a smeared model (its ``smear.alpha`` among other weights), read at some of the stored
+    steps, not all, and not in the dictionary's order.
+    """
+    from lib import smear
+
+    g = torch.Generator().manual_seed(12)
+    cases = []
+    for layers, heads, stored, wanted in (
+        (1, 1, [0, 10], [0, 10]),
+        (2, 3, [0, 10, 20, 30], [10, 30]),
+        (1, 4, [5, 0, 15], [0, 5, 15]),
+    ):
+        checkpoints = {
+            step: {
+                "embed.W_E": torch.randn(5, 4, generator=g),
+                smear.STATE_KEY: 2 * torch.randn(layers, heads, generator=g),
+                "blocks.0.attn.b_O": torch.randn(4, generator=g),
+            }
+            for step in stored
+        }
+        cases.append((checkpoints, wanted))
+    compare(
+        "sigma_trajectory",
+        learner,
+        smear.sigma_trajectory,
+        cases,
+    )
+
+
+def check_half_change_step(learner: Callable[[Sequence[int], torch.Tensor], int]) -> None:
+    """Chapter 6: ``half_change_step(steps, values (K,)) -> step``, on falling, rising and wiggling curves."""
+    from lib.scores import half_change_step
+
+    cases = [
+        ([0, 10, 20, 30, 40], torch.tensor([0.5, 0.45, 0.3, 0.1, 0.05])),  # falling, like sigma
+        ([0, 20, 40, 60], torch.tensor([4.0, 4.0, 1.0, 0.1])),  # falling, like the loss
+        ([0, 10, 20, 30, 40, 50], torch.tensor([0.0, 0.1, 0.6, 0.9, 0.8, 1.0])),  # rising, like a score
+        ([0, 10, 20, 30, 40, 50], torch.tensor([0.5, 0.3, 0.0, 0.15, 0.2, 0.2])),  # overshoots the end, then comes back
+        ([5, 15, 25], torch.tensor([1.0, 0.5, 0.0])),  # exactly half at the middle step
+    ]
+    compare("half_change_step", learner, half_change_step, cases)
+
+
 # --- chapter 7: ablation ---------------------------------------------------------------------
 
 
@@ -796,5 +869,37 @@ def check_qk_from_embeddings(learner: Callable[..., torch.Tensor]) -> None:
         lambda sides: learners(tokens, sides),
         lambda sides: run_with_qk_from_embeddings(model, tokens, sides)[0],
         [((),), (("keys",),), (("queries",),), (("keys", "queries"),)],
+        atol=1e-4,
+    )
+
+
+def check_fraction_removed(learner: Callable[[Any, torch.Tensor], torch.Tensor]) -> None:
+    """Chapter 7: ``fraction_removed(clean (float or tensor), ablated (tensor)) -> tensor``: ``1 - ablated / clean``."""
+    from lib.ablation import fraction_removed
+
+    cases = [
+        (-4.0, torch.tensor([-4.0, -2.0, 0.0, 0.5])),  # intact, half, all of it, beyond
+        (-3.2, torch.tensor([[-3.0, -0.1], [-3.5, -1.6]])),
+        (torch.tensor([-2.0, -1.0]), torch.tensor([-1.5, -0.25])),
+        (2.0, torch.tensor([1.0, 3.0])),  # a positive score
+    ]
+    compare("fraction_removed", learner, fraction_removed, cases)
+
+
+def check_mean_ablation(learner: Callable[..., torch.Tensor]) -> None:
+    """Chapter 7: ``mean_ablation(model, tokens (batch, seq), layer, head)``, the per-token loss ``(batch, seq - 1)``
+    with the head's ``z`` replaced by its mean over the batch, position by position.
+
+    On a small random two-layer model, for heads of both layers; fails if a hook is left on the model.
+    """
+    from lib import ablation
+
+    model, tokens = _small_two_layer_model()
+    learners = _no_hook_left("mean_ablation", model, learner)
+    compare(
+        "mean_ablation",
+        lambda layer, head: learners(tokens, layer, head),
+        lambda layer, head: ablation.ablated_loss(model, tokens, [(layer, head)], "full", replacement="mean"),
+        [(0, 0), (0, 1), (1, 1)],
         atol=1e-4,
     )

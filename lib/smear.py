@@ -33,7 +33,7 @@ It matters: from ``alpha = 2`` (``sigmoid = 0.88``, nearly a plain model) a one-
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -203,6 +203,21 @@ def sigma_of_state(state: dict[str, torch.Tensor]) -> torch.Tensor:
     if STATE_KEY not in state:
         raise ValueError(f"the checkpoint has no {STATE_KEY!r}: it is not from a smeared model")
     return torch.sigmoid(state[STATE_KEY].detach().float()).cpu()
+
+
+def sigma_trajectory(checkpoints: dict[int, dict[str, torch.Tensor]], steps: Sequence[int]) -> torch.Tensor:
+    """:func:`sigma_of_state` at each of ``steps`` (keys of ``checkpoints``, in the order given).
+
+    Returns:
+        ``(len(steps), n_layers, n_heads)`` on the CPU.
+    """
+    steps = list(steps)
+    if not steps:
+        raise ValueError("steps must name at least one checkpoint, got an empty sequence")
+    missing = [step for step in steps if step not in checkpoints]
+    if missing:
+        raise ValueError(f"steps must be keys of checkpoints; not stored: {missing[:5]}")
+    return torch.stack([sigma_of_state(checkpoints[step]) for step in steps])
 
 
 def set_smear(model: nn.Module, enabled: bool) -> None:

@@ -419,6 +419,72 @@ def full_ablation_leaving_a_hook(model, tokens, layer, head):
     return full_ablation(model, tokens, layer, head)
 
 
+def repeat_mask_including_the_first_repeat(period, config):  # p == period: the segment's last token, seen once
+    return torch.arange(config.seq_len - 1)[None, :] >= period[:, None]
+
+
+def repeat_mask_over_tokens(period, config):  # aligned with the tokens, not with the predictions
+    return torch.arange(config.seq_len)[None, :] > period[:, None]
+
+
+def previous_token_score_of_the_current_token(pattern):  # the diagonal itself: attention to oneself
+    return pattern.diagonal(dim1=-2, dim2=-1).mean(dim=(0, -1))
+
+
+def previous_token_score_counting_position_0(pattern):  # position 0 has no previous token: a zero in the mean
+    diagonal = torch.nn.functional.pad(pattern.diagonal(offset=-1, dim1=-2, dim2=-1), (1, 0))
+    return diagonal.mean(dim=(0, -1))
+
+
+def sigma_trajectory_of_alpha(checkpoints, steps):  # alpha itself, no sigmoid
+    return torch.stack([checkpoints[s][smear.STATE_KEY] for s in steps])
+
+
+def sigma_trajectory_of_every_checkpoint(checkpoints, steps):  # ignores the steps asked for
+    return torch.stack([smear.sigma_of_state(state) for state in checkpoints.values()])
+
+
+def half_change_step_of_a_fall(steps, values):  # assumes the curve falls
+    half = (values[0] + values[-1]) / 2
+    return next(s for s, v in zip(steps, values.tolist()) if v <= half)
+
+
+def half_change_step_index(steps, values):  # the checkpoint's index, not its step
+    return list(steps).index(scores.half_change_step(steps, values))
+
+
+def half_change_step_from_the_extremes(steps, values):  # halfway between the lowest and highest values
+    half = (values.min() + values.max()) / 2
+    rising = values[-1] > values[0]
+    return next(s for s, v in zip(steps, values.tolist()) if (v >= half if rising else v <= half))
+
+
+def fraction_left(clean, ablated):  # the share kept, not the share removed
+    return torch.as_tensor(ablated) / torch.as_tensor(clean)
+
+
+def fraction_removed_in_nats(clean, ablated):  # the change of the score, not a share of it
+    return torch.as_tensor(ablated) - torch.as_tensor(clean)
+
+
+def mean_ablation_zero(model, tokens, layer, head):  # puts back zero, not the mean
+    return ablation.ablated_loss(model, tokens, [(layer, head)], "full")
+
+
+def mean_ablation_over_positions_too(model, tokens, layer, head):  # one mean vector for every position
+    name = f"blocks.{layer}.attn.hook_z"
+    _, cache = model.run_with_cache(tokens, names_filter=name)
+    mean = cache[name][:, :, head].mean(dim=(0, 1))
+
+    def hook(z, hook):
+        z = z.clone()
+        z[:, :, head] = mean
+        return z
+
+    with model.hooks(fwd_hooks=[(name, hook)]):
+        return scores.next_token_loss(model(tokens), tokens)
+
+
 def _qk_cut(model, tokens, sides, swap=False, bias=True, source="blocks.0.hook_resid_pre"):
     stored = {}
     hooks = [(source, lambda x, hook: stored.__setitem__("x", x))]
@@ -553,6 +619,16 @@ ROWS = [
         ),
     ),
     Row(
+        checks.check_repeat_mask,
+        induction.repeat_mask,
+        (Wrong(repeat_mask_including_the_first_repeat), Wrong(repeat_mask_over_tokens)),
+    ),
+    Row(
+        checks.check_previous_token_score,
+        scores.previous_token_score,
+        (Wrong(previous_token_score_of_the_current_token), Wrong(previous_token_score_counting_position_0)),
+    ),
+    Row(
         checks.check_prefix_matching_score,
         scores.prefix_matching_score,
         (Wrong(prefix_score_of_the_earlier_occurrence),),
@@ -591,6 +667,20 @@ ROWS = [
         ),
     ),
     Row(
+        checks.check_sigma_trajectory,
+        smear.sigma_trajectory,
+        (Wrong(sigma_trajectory_of_alpha), Wrong(sigma_trajectory_of_every_checkpoint)),
+    ),
+    Row(
+        checks.check_half_change_step,
+        scores.half_change_step,
+        (
+            Wrong(half_change_step_of_a_fall),
+            Wrong(half_change_step_index),
+            Wrong(half_change_step_from_the_extremes),
+        ),
+    ),
+    Row(
         checks.check_prediction_shares,
         scores.prediction_shares,
         (Wrong(prediction_shares_swapped), Wrong(prediction_shares_unmasked)),
@@ -604,6 +694,19 @@ ROWS = [
         ),
     ),
     Row(checks.check_icl_score, scores.icl_score, (Wrong(icl_score_sign_flipped), Wrong(icl_score_first_and_last))),
+    Row(
+        checks.check_fraction_removed,
+        ablation.fraction_removed,
+        (Wrong(fraction_left), Wrong(fraction_removed_in_nats)),
+    ),
+    Row(
+        checks.check_mean_ablation,
+        lambda model, tokens, layer, head: ablation.ablated_loss(model, tokens, [(layer, head)], "full", "mean"),
+        (
+            Wrong(mean_ablation_zero),
+            Wrong(mean_ablation_over_positions_too),
+        ),
+    ),
     Row(
         checks.check_full_ablation,
         full_ablation,

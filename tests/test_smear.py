@@ -209,3 +209,13 @@ def test_hand_built_smeared_head_copies_through_the_smear_alone():
     assert scores.masked_mean(off, mask) > math.log(15)  # without the shift it copies the current token
     with pytest.raises(ValueError, match="strength"):
         sm.hand_built_model(strength=0.0)
+
+
+def test_sigma_trajectory_reads_the_steps_asked_for_in_order():
+    states = {step: {sm.STATE_KEY: torch.full((1, 2), float(step)), "other": torch.zeros(3)} for step in (0, 10, 20)}
+    got = sm.sigma_trajectory(states, [20, 0])
+    torch.testing.assert_close(got, torch.sigmoid(torch.tensor([[[20.0, 20.0]], [[0.0, 0.0]]])))
+    with pytest.raises(ValueError, match="not stored: \\[5\\]"):
+        sm.sigma_trajectory(states, [0, 5])
+    with pytest.raises(ValueError, match="at least one"):
+        sm.sigma_trajectory(states, [])
