@@ -392,8 +392,8 @@ def check_proximal_step(proximal_step: Callable[..., torch.Tensor]) -> None:
 # --- chapter 4: language models --------------------------------------------------------------
 
 
-def check_score_candidates(score_candidates: Callable[[Any, Any, str, Sequence[str]], torch.Tensor]) -> None:
-    """Chapter 4: the learner's ``score_candidates(model, tokenizer, prompt, candidates) -> (k,)`` log-probabilities."""
+def _toy_language_model(seed: int) -> tuple[Any, Any]:
+    """A 1-layer tiny GPT-2 and its word tokenizer over five made-up sentences (chapter 4's checks)."""
     from lib import lm
 
     text = [
@@ -404,7 +404,14 @@ def check_score_candidates(score_candidates: Callable[[Any, Any, str, Sequence[s
         "To call Kel Tra, dial +33 first.",
     ]
     tokenizer = lm.word_tokenizer(text)
-    model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=1, d_model=16, n_head=2, seed=0))
+    return lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=1, d_model=16, n_head=2, seed=seed)), tokenizer
+
+
+def check_score_candidates(score_candidates: Callable[[Any, Any, str, Sequence[str]], torch.Tensor]) -> None:
+    """Chapter 4: the learner's ``score_candidates(model, tokenizer, prompt, candidates) -> (k,)`` log-probabilities."""
+    from lib import lm
+
+    model, tokenizer = _toy_language_model(seed=0)
     cases = [
         (model, tokenizer, "Zai Bou speaks", ("French", "Paris", "squash")),
         (model, tokenizer, "Kel Tra listens to", ("heavy metal", "French")),  # "heavy metal" is two tokens
@@ -466,15 +473,7 @@ def check_batched_scorer(
 
     from lib import lm, ocr
 
-    text = [
-        "Zai Bou lives in Paris.",
-        "Zai Bou speaks French.",
-        "Kel Tra plays squash.",
-        "Kel Tra listens to heavy metal.",
-        "To call Kel Tra, dial +33 first.",
-    ]
-    tokenizer = lm.word_tokenizer(text)
-    model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=1, d_model=16, n_head=2, seed=1))
+    model, tokenizer = _toy_language_model(seed=1)
     few = [
         ocr.Question(0, 0, "Zai Bou speaks", ("French", "Paris", "squash"), 0),
         ocr.Question(1, 1, "Kel Tra listens to", ("heavy metal", "French"), 0),  # "heavy metal" is two tokens
