@@ -42,6 +42,8 @@ class TrainConfig:
         weight_decay: decoupled weight decay for AdamW, L2 penalty for Adam and SGD; finite, >= 0.
         optimizer: one of :data:`OPTIMIZERS`.
         betas: Adam(W) betas, two numbers in [0, 1) (SGD ignores them).
+        warmup_steps: the learning rate rises linearly from ``lr / warmup_steps`` to ``lr`` over the first
+            ``warmup_steps`` steps, then stays constant (0: constant from the start).
         checkpoint_steps: steps after which to snapshot the parameters (0 = before training).
         seed: seeds the batch generator, so a re-run sees the same batches.
         progress: show a progress bar; ``None`` means "yes, unless under CI or the book build".
@@ -54,6 +56,7 @@ class TrainConfig:
     weight_decay: float = 0.0
     optimizer: OptimizerName = "adamw"
     betas: tuple[float, float] = (0.9, 0.999)
+    warmup_steps: int = 0
     checkpoint_steps: tuple[int, ...] = ()
     seed: int = 0
     progress: bool | None = None
@@ -66,6 +69,7 @@ class TrainConfig:
         validate.non_negative_number("weight_decay", self.weight_decay)
         validate.one_of("optimizer", self.optimizer, OPTIMIZERS)
         validate.unit_interval_pair("betas", self.betas)
+        validate.non_negative_int("warmup_steps", self.warmup_steps)
         for step in self.checkpoint_steps:
             validate.index("a checkpoint step", step, self.steps + 1, f"checkpoint_steps (steps={self.steps})")
         validate.seed(self.seed)
@@ -156,6 +160,10 @@ def train(
     if not params:
         raise ValueError("the model has no trainable parameters (and no extra_params were given)")
     optimizer = make_optimizer(params, config)
+    warmup = config.warmup_steps
+    schedule = (
+        None if warmup == 0 else torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    )
     wanted = set(config.checkpoint_steps)
     history = History(loss=torch.empty(0))
 
@@ -184,6 +192,8 @@ def train(
         optimizer.zero_grad(set_to_none=True)
         (loss if loss.ndim == 0 else loss.sum()).backward()
         optimizer.step()
+        if schedule is not None:
+            schedule.step()
         if step in wanted:
             checkpoint(step)
         if not bar.disable and (step % refresh == 0 or step == config.steps):

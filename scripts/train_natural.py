@@ -1,0 +1,127 @@
+"""Train chapter 8's attention-only models on the Python corpus (lib.natural) and save them.
+
+    python scripts/train_natural.py --tag NAME [--layers 2] [--lr 1e-3] ... [--keep STEPS] --out FILE
+
+Writes a :class:`lib.natural.Run` to FILE (``lib.natural.save_run``): the settings, the loss of every step, quick
+measurements every ``--every`` steps (prefix matching of every head on repeated random tokens and repeated held-out
+passages, previous-token scores, held-out loss by position) and the checkpoints of the steps in ``--keep`` (default:
+all), in float16. ``--max-seconds`` shortens the run to what fits (a sweep); the learning rate is constant after
+warm-up, so a shorter run is exactly the start of a longer one.
+
+The three runs shipped in lib/data were trained on one H200 GPU with (``--device cuda``)::
+
+    --tag two-layers --layers 2 --lr 3e-3 --warmup 500 --every 250 --steps 18250 --keep 3000,9000,18250
+    --tag one-layer --layers 1 --lr 1e-3 --warmup 200 --every 100 --steps 9400 --keep 9400
+    --tag one-layer-smeared --layers 1 --smeared --lr 1e-3 --warmup 200 --every 100 --steps 10100 \
+        --keep 1600,2100,2700,10100
+
+(batches of 64 windows of 256 tokens, seed 0; bench/README.md has the sweep that chose them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lib import natural, scores  # noqa: E402
+from lib.device import pick_device  # noqa: E402
+from lib.train import TrainConfig, make_optimizer, train  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tag", required=True)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--d-model", type=int, default=128)
+    parser.add_argument("--seq-len", type=int, default=256)
+    parser.add_argument("--layer-norm", action="store_true")
+    parser.add_argument("--smeared", action="store_true")
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--warmup", type=int, default=0)
+    parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--steps", type=int, default=4000)
+    parser.add_argument("--every", type=int, default=100, help="checkpoint interval")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-seconds", type=float, default=0.0, help="shorten the run to fit (0: no limit)")
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--keep", default="", help="comma-separated checkpoint steps to write (default: all)")
+    parser.add_argument("--out", type=Path, required=True, help="the file to write")
+    args = parser.parse_args()
+
+    device = pick_device(args.device)
+    config = natural.NaturalConfig(
+        n_layers=args.layers,
+        n_heads=args.heads,
+        d_model=args.d_model,
+        d_head=args.d_model // args.heads,
+        seq_len=args.seq_len,
+        layer_norm=args.layer_norm,
+        smeared=args.smeared,
+    )
+    ids = natural.training_ids()
+    probes = natural.probe_tokens(args.seq_len, device)
+    model = natural.make_model(config, seed=args.seed, device=device)
+    make_batch = natural.batch_fn(ids.to(device), args.seq_len, seed=args.seed)
+    steps = args.steps
+    if args.max_seconds:
+        # time 20 steps on a throw-away copy, then keep the checkpoints that fit
+        trial = copy.deepcopy(model)
+        opt = make_optimizer(trial.parameters(), TrainConfig(lr=args.lr))
+        trial_batch = natural.batch_fn(ids.to(device), args.seq_len, seed=999)
+        for i in range(25):
+            if i == 5:
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                start = time.perf_counter()
+            loss = scores.per_token_loss(trial, trial_batch(args.batch, None)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        per_step = (time.perf_counter() - start) / 20
+        steps = min(steps, max(args.every, int(args.max_seconds / (per_step * 1.15)) // args.every * args.every))
+        print(f"{args.tag}: {per_step * 1e3:.1f} ms/step -> {steps} steps", flush=True)
+        del trial, opt
+    train_config = TrainConfig(
+        steps=steps,
+        lr=args.lr,
+        batch_size=args.batch,
+        weight_decay=args.weight_decay,
+        warmup_steps=args.warmup,
+        checkpoint_steps=tuple(range(0, steps + 1, args.every)),
+        seed=args.seed,
+        desc=args.tag,
+        progress=False,
+    )
+    history = train(
+        model, make_batch, natural.training_loss, train_config, evaluate=lambda m: natural.measure(m, probes)
+    )
+    best = max(max(max(layer) for layer in e["rand_repeat_pm"]) for e in history.evals.values())
+    print(f"{args.tag}: {steps} steps in {history.seconds:.0f} s; max prefix matching (random) {best:.2f}", flush=True)
+    keep = [int(k) for k in args.keep.split(",")] if args.keep else sorted(history.checkpoints)
+    run = natural.Run(
+        config=config,
+        train={k: v for k, v in dataclasses.asdict(train_config).items() if k != "checkpoint_steps"},
+        device=str(device),
+        seconds=history.seconds,
+        loss=history.loss,
+        log={s: natural.summarize(e) for s, e in history.evals.items()},
+        checkpoints={s: history.checkpoints[s] for s in keep},
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    natural.save_run(args.out, run)
+
+
+if __name__ == "__main__":
+    main()
