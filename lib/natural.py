@@ -16,10 +16,10 @@ import functools
 import hashlib
 import lzma
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, cast, get_args
 
 import torch
 
@@ -220,21 +220,58 @@ def loss_bins(loss_by_position: torch.Tensor) -> list[float]:
     return [loss_by_position[i : i + BIN].mean().item() for i in range(0, len(loss_by_position), BIN)]
 
 
-def icl_score(loss: torch.Tensor) -> torch.Tensor:
-    """Mean loss over :data:`LATE` minus mean loss over :data:`EARLY` (negative: later tokens are predicted better).
+def icl_per_window(loss: torch.Tensor) -> torch.Tensor:
+    """Each window's ICL score: its mean loss over :data:`LATE` minus its mean loss over :data:`EARLY`.
 
     Args:
         loss: ``(..., batch, 255)`` per-token loss of 256-token windows.
 
     Returns:
-        ``loss.shape[:-2]``.
+        ``(..., batch)``; negative where the window's later tokens are predicted better.
     """
     if loss.ndim < 2 or loss.shape[-1] != LATE.stop:
         raise ValueError(
             f"loss must be (..., batch, {LATE.stop}) per-token loss of 256-token windows, got {tuple(loss.shape)}"
         )
-    by_position = loss.mean(dim=-2)
-    return by_position[..., LATE].mean(-1) - by_position[..., EARLY].mean(-1)
+    return loss[..., LATE].mean(-1) - loss[..., EARLY].mean(-1)
+
+
+def icl_score(loss: torch.Tensor) -> torch.Tensor:
+    """The ICL score on natural text: :func:`icl_per_window` averaged over the windows, ``loss.shape[:-2]``."""
+    return icl_per_window(loss).mean(-1)
+
+
+def bootstrap_interval(
+    statistic: Callable[[torch.Tensor], torch.Tensor],
+    per_window: torch.Tensor,
+    level: float = 0.9,
+    samples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """A percentile bootstrap interval of ``statistic`` over windows resampled with replacement.
+
+    Args:
+        statistic: maps ``(..., batch)`` per-window values to ``(...)`` with the window axis reduced (e.g. a mean,
+            or a share of the ICL score removed); it is called once on ``(..., samples, batch)`` resamples.
+        per_window: ``(..., batch)``, e.g. :func:`icl_per_window` of the clean model and of ablations stacked; the
+            same windows are drawn for every leading entry (paired resampling).
+        level: the interval's coverage, in (0, 1).
+
+    Returns:
+        ``(low, high)`` quantiles of the resampled statistic.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    validate.positive_int("samples", samples)
+    batch = per_window.shape[-1]
+    g = torch.Generator().manual_seed(validate.seed(seed))
+    idx = torch.randint(0, batch, (samples, batch), generator=g).to(per_window.device)
+    values = statistic(per_window[..., idx]).flatten().double().cpu()
+    if values.numel() != samples:
+        raise ValueError(f"statistic must return one value per resample ({samples}), got {values.numel()}")
+    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
+    low, high = values.quantile(q).tolist()
+    return low, high
 
 
 RUNS = {
@@ -324,6 +361,50 @@ def load_run(name: str) -> Run:
     )
 
 
+LogKey = Literal["held_loss", "nat_repeat_first", "nat_repeat_second", "rand_repeat_first", "rand_repeat_second", "icl"]
+HeadKey = Literal["nat_repeat_pm", "rand_repeat_pm", "prev_token"]
+
+
+def log_curve(run: Run, key: LogKey) -> tuple[list[int], torch.Tensor]:
+    """``(steps, (K,) values)`` of one logged number over training; ``"icl"`` is the ICL score of the logged
+    held-out windows (bin 15 minus bin 1 of ``loss_by_pos16``: exactly :data:`LATE` minus :data:`EARLY`)."""
+    steps = sorted(run.log)
+    if key == "icl":
+        bins = [cast(list[float], run.log[s]["loss_by_pos16"]) for s in steps]
+        values = [b[LATE.start // BIN] - b[EARLY.start // BIN] for b in bins]
+    else:
+        validate.one_of("key", key, get_args(LogKey))
+        values = [cast(float, run.log[s][key]) for s in steps]
+    return steps, torch.tensor(values, dtype=torch.float32)
+
+
+def head_curve(run: Run, key: HeadKey) -> tuple[list[int], torch.Tensor]:
+    """``(steps, (K, n_layers, n_heads))``: one logged head score of every head over training."""
+    validate.one_of("key", key, get_args(HeadKey))
+    steps = sorted(run.log)
+    return steps, torch.tensor([run.log[s][key] for s in steps], dtype=torch.float32)
+
+
+def rise_window(steps: Sequence[int], values: torch.Tensor, low: float = 0.1, high: float = 0.9) -> tuple[int, int]:
+    """Where a rising curve makes its rise: the first steps at which it has covered ``low`` and ``high`` of the way
+    from its first value to its maximum.
+
+    Args:
+        steps: ``(K,)`` increasing steps. values: ``(K,)``.
+    """
+    if len(steps) != len(values) or len(steps) < 2:
+        raise ValueError(f"need as many values as steps (at least 2), got {len(values)} values for {len(steps)} steps")
+    if not 0 <= low < high <= 1:
+        raise ValueError(f"need 0 <= low < high <= 1, got low={low!r}, high={high!r}")
+    first, top = values[0].item(), values.max().item()
+    if top <= first:
+        raise ValueError("the curve never rises above its first value: no rise to locate")
+    covered = (values - first) / (top - first)
+    start = next(s for s, c in zip(steps, covered.tolist()) if c >= low)
+    end = next(s for s, c in zip(steps, covered.tolist()) if c >= high)
+    return start, end
+
+
 # ---------------------------------------------------------------------------------------------
 # What the training script measures at every checkpoint (and the chapter re-measures)
 # ---------------------------------------------------------------------------------------------
@@ -339,28 +420,30 @@ def common_tokens(n: int = 256) -> torch.Tensor:
     return counts.argsort(descending=True, stable=True)[:n]
 
 
-def probe_tokens(seq_len: int = 256, device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
+def probe_tokens(
+    seq_len: int = 256, device: torch.device | str | None = None, random_repeats: bool = True
+) -> dict[str, torch.Tensor]:
     """The fixed evaluation batches (seed :data:`PROBE_SEED`), each starting with BOS.
 
     Returns:
         ``"text"``: ``(64, seq_len)`` held-out windows; ``"nat_repeat"``: ``(32, 2 h + 1)`` a held-out passage of
         ``h = (seq_len - 1) // 2`` tokens, then the same passage again; ``"rand_repeat"``: ``(32, 2 h + 1)`` the
-        same for ``h`` tokens drawn from the 256 most common ones (:func:`common_tokens`).
+        same for ``h`` tokens drawn from the 256 most common ones (:func:`common_tokens`; left out when
+        ``random_repeats`` is False, which spares encoding the training text).
     """
     held = held_out_ids()
     g = torch.Generator().manual_seed(PROBE_SEED)
     half = (seq_len - 1) // 2
     text = windows(held, torch.randint(0, len(held) - seq_len, (64,), generator=g), seq_len)
     passages = windows(held, torch.randint(0, len(held) - half, (32,), generator=g), half + 1)[:, 1:]
-    common = common_tokens()
-    randoms = common[torch.randint(0, len(common), (32, half), generator=g)]
     bos = torch.full((32, 1), BOS, dtype=torch.int64)
     target = check_device(device)
-    return {
-        "text": text.to(target),
-        "nat_repeat": torch.cat([bos, passages, passages], 1).to(target),
-        "rand_repeat": torch.cat([bos, randoms, randoms], 1).to(target),
-    }
+    probes = {"text": text.to(target), "nat_repeat": torch.cat([bos, passages, passages], 1).to(target)}
+    if random_repeats:
+        common = common_tokens()
+        randoms = common[torch.randint(0, len(common), (32, half), generator=g)]
+        probes["rand_repeat"] = torch.cat([bos, randoms, randoms], 1).to(target)
+    return probes
 
 
 def repeat_prefix_matching(pattern: torch.Tensor) -> torch.Tensor:
@@ -388,8 +471,9 @@ def measure(model: TransformerBridge, probes: dict[str, torch.Tensor]) -> dict[s
 
     Returns:
         ``held_loss`` (mean loss on the held-out windows), ``loss_by_pos`` (its mean at each position, a list),
-        for ``nat_repeat`` and ``rand_repeat``: the mean loss on the first and on the second copy (``*_first``,
-        ``*_second``) and :func:`repeat_prefix_matching` of every head (``*_pm``, ``[layer][head]``), and
+        for ``nat_repeat`` and ``rand_repeat`` (where ``probes`` has it): the mean loss on the first and on the
+        second copy (``*_first``, ``*_second``) and :func:`repeat_prefix_matching` of every head (``*_pm``,
+        ``[layer][head]``), and
         ``prev_token``: the previous-token score of every head on the held-out windows.
     """
     from lib import scores
@@ -397,6 +481,8 @@ def measure(model: TransformerBridge, probes: dict[str, torch.Tensor]) -> dict[s
     loss = scores.per_token_loss(model, probes["text"]).mean(0)
     out: dict[str, object] = {"held_loss": loss.mean().item(), "loss_by_pos": loss.cpu().tolist()}
     for name in ("nat_repeat", "rand_repeat"):
+        if name not in probes:
+            continue
         tokens = probes[name]
         half = (tokens.shape[1] - 1) // 2
         repeat_loss = scores.per_token_loss(model, tokens).mean(0)

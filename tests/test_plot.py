@@ -159,6 +159,12 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
     ),
     ("loss_along_sequence", "with period", (SEQ_LOSS,), {"period": 3, "vocab": 8, "title": "period 3"}),
     (
+        "loss_by_position_curves",
+        "three models",
+        ({"a": torch.linspace(3, 2, 255), "b": torch.linspace(3.2, 2.5, 255), "c": torch.full((255,), 2.8)},),
+        {"early": range(16, 32), "late": range(240, 255), "title": "held-out text"},
+    ),
+    (
         "circuit_matrices",
         "QK and OV",
         ({"QK": rand(4, 4, low=-1), "OV": rand(4, 3, low=-1)},),

@@ -35,6 +35,7 @@ from lib.plot.induction import (
     phase_change_curves,
     phase_change_signatures,
 )
+from lib.plot.natural import loss_by_position_curves
 from lib.plot.ocr import (
     ocr_loss_curves,
     ocr_margin_grid,
@@ -84,6 +85,8 @@ __all__ = [
     "icl_with_heads_removed",
     "ablated_loss_along_sequence",
     "ablated_loss_grid",
+    # natural text (chapter 8)
+    "loss_by_position_curves",
     # diagrams (chapters 2, 5 and 7)
     "output_value_map_diagram",
     "induction_circuit_diagram",
