@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One GPU sweep for chapter 8 (issue 15): attention-only models on the Python corpus, trained side by side for
+# The GPU sweep of chapter 8 (issue 15; bench/README.md has what it measured; run them one at a time or few at once:
+# side by side, twelve runs slowed each other 5-10 times): attention-only models on the Python corpus, trained side by side for
 # SECONDS each, then gathered by bench/natural_collect.py into OUT. Usage: bash bench/natural_sweep.sh OUT [SECONDS]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -8,8 +9,8 @@ SECONDS_EACH=${2:-300}
 SWEEP=/tmp/natural_sweep
 mkdir -p "$SWEEP" "$OUT"
 export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
-run() { python3 scripts/train_natural.py --out "$SWEEP" --max-seconds "$SECONDS_EACH" --steps 200000 --device cuda "$@" \
-  >"$SWEEP/$2.log" 2>&1 & }
+run() { python3 scripts/train_natural.py --out "$SWEEP/$2.pt" --max-seconds "$SECONDS_EACH" --steps 200000 \
+  --device cuda "$@" >"$SWEEP/$2.log" 2>&1 & }
 run --tag L2_lr1e-3 --lr 1e-3 --warmup 200
 run --tag L2_lr3e-3 --lr 3e-3 --warmup 500
 run --tag L2_LN_lr1e-3 --lr 1e-3 --warmup 200 --layer-norm

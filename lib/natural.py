@@ -99,9 +99,20 @@ def encode(text: str) -> torch.Tensor:
 
 
 def decode(ids: torch.Tensor | list[int]) -> list[str]:
-    """Each token id as its text piece (bytes shown as text; ``<|bos|>`` for the BOS token)."""
+    """Each token id as its text piece (``<|bos|>`` for the BOS token). A token that holds part of a multi-byte
+    character decodes to the replacement character ``�``."""
     tok = tokenizer()
     return [tok.decode([int(i)], skip_special_tokens=False) for i in ids]
+
+
+def visible(piece: str) -> str:
+    """A token's text with its whitespace made visible: space ``·``, newline ``⏎``, tab ``→``."""
+    return piece.replace(" ", "·").replace("\n", "⏎").replace("\t", "→")
+
+
+def show(ids: torch.Tensor | list[int]) -> str:
+    """Token ids as their text pieces separated by plain spaces, their own whitespace made visible (:func:`visible`)."""
+    return " ".join(visible(piece) for piece in decode(ids))
 
 
 @functools.cache
@@ -124,6 +135,16 @@ def windows(ids: torch.Tensor, starts: torch.Tensor, seq_len: int) -> torch.Tens
     return torch.cat([bos, body], dim=1)
 
 
+def tiled_windows(ids: torch.Tensor, seq_len: int = 256) -> torch.Tensor:
+    """``(n, seq_len) int64``: ``ids`` cut into consecutive, non-overlapping windows of ``seq_len - 1`` tokens, each
+    after a BOS (:func:`windows`); the tail that does not fill a window is left out."""
+    validate.int_at_least("seq_len", seq_len, 2, "BOS and one token")
+    n = len(ids) // (seq_len - 1)
+    if n == 0:
+        raise ValueError(f"ids has {len(ids)} tokens, fewer than one window of seq_len - 1 = {seq_len - 1}")
+    return windows(ids, torch.arange(n) * (seq_len - 1), seq_len)
+
+
 def batch_fn(ids: torch.Tensor, seq_len: int, seed: int) -> Callable[[int, torch.Generator], torch.Tensor]:
     """A ``make_batch`` for :func:`lib.train.train`: random windows of ``ids`` (see :func:`windows`).
 
@@ -131,7 +152,7 @@ def batch_fn(ids: torch.Tensor, seq_len: int, seed: int) -> Callable[[int, torch
     is not used), so a CPU and a GPU run see the same batches; ``ids`` may live on any device.
     """
     validate.int_at_least("seq_len", seq_len, 2, "BOS and one token")
-    if len(ids) < seq_len:
+    if len(ids) < seq_len - 1:
         raise ValueError(f"ids has {len(ids)} tokens, fewer than one window of seq_len - 1 = {seq_len - 1}")
     generator = torch.Generator().manual_seed(validate.seed(seed))
 
@@ -140,6 +161,23 @@ def batch_fn(ids: torch.Tensor, seq_len: int, seed: int) -> Callable[[int, torch
         return windows(ids, starts, seq_len)
 
     return make_batch
+
+
+def window_loss(model: torch.nn.Module, tokens: torch.Tensor, chunk: int = 8) -> torch.Tensor:
+    """:func:`lib.scores.per_token_loss` of many windows, ``chunk`` windows at a time, under ``torch.inference_mode``.
+
+    One pass over all 619 held-out windows would hold 650 MB of logits; chunks of 8 windows (8 MB of logits, 16 MB
+    of attention scores) stay below the size at which the C allocator returns memory to the system after every
+    use, which made larger chunks 1.6 times slower on a laptop CPU.
+
+    Returns:
+        ``(batch, seq - 1)``.
+    """
+    from lib.scores import per_token_loss
+
+    validate.positive_int("chunk", chunk)
+    with torch.inference_mode():
+        return torch.cat([per_token_loss(model, tokens[i : i + chunk]) for i in range(0, len(tokens), chunk)])
 
 
 def training_loss(model: torch.nn.Module, tokens: torch.Tensor) -> torch.Tensor:
@@ -200,7 +238,7 @@ def make_model(config: NaturalConfig, seed: int = 0, device: torch.device | str 
     if config.smeared:
         smear.attach_smear(model)
     target = check_device(device)
-    return model if target is None else model.to(target)
+    return model if target is None or target.type == "cpu" else model.to(target)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,11 +347,11 @@ class Run:
             return make_model(self.config, seed=int(self.train["seed"]), device=device)  # type: ignore[call-overload]
         if step not in self.checkpoints:
             raise ValueError(f"no checkpoint at step {step}; shipped: {sorted(self.checkpoints)}")
-        model = make_model(self.config, device="cpu")
+        model = make_model(self.config)
         model.load_state_dict({k: v.float() for k, v in self.checkpoints[step].items()})
         model.eval()
         target = check_device(device)
-        return model if target is None else model.to(target)
+        return model if target is None or target.type == "cpu" else model.to(target)
 
 
 def summarize(measured: dict[str, object]) -> dict[str, object]:
@@ -412,12 +450,276 @@ def rise_window(steps: Sequence[int], values: torch.Tensor, low: float = 0.1, hi
 PROBE_SEED = 1234
 
 
-@functools.cache
+COMMON_TOKENS = (
+    14,
+    63,
+    12,
+    83,
+    267,
+    221,
+    266,
+    8,
+    269,
+    88,
+    26,
+    7,
+    284,
+    282,
+    9,
+    287,
+    199,
+    289,
+    78,
+    67,
+    291,
+    295,
+    68,
+    311,
+    69,
+    65,
+    70,
+    313,
+    272,
+    306,
+    71,
+    265,
+    84,
+    80,
+    79,
+    280,
+    17,
+    85,
+    73,
+    37,
+    321,
+    77,
+    329,
+    323,
+    331,
+    35,
+    89,
+    334,
+    279,
+    52,
+    337,
+    338,
+    340,
+    66,
+    305,
+    76,
+    263,
+    82,
+    51,
+    271,
+    29,
+    16,
+    335,
+    13,
+    258,
+    353,
+    2,
+    354,
+    33,
+    357,
+    87,
+    18,
+    48,
+    360,
+    288,
+    348,
+    60,
+    302,
+    366,
+    41,
+    285,
+    47,
+    268,
+    38,
+    362,
+    292,
+    375,
+    75,
+    378,
+    61,
+    286,
+    45,
+    276,
+    24,
+    293,
+    383,
+    257,
+    59,
+    386,
+    72,
+    388,
+    44,
+    380,
+    390,
+    22,
+    296,
+    21,
+    20,
+    290,
+    19,
+    25,
+    261,
+    316,
+    36,
+    270,
+    273,
+    277,
+    46,
+    402,
+    303,
+    307,
+    86,
+    332,
+    344,
+    403,
+    387,
+    309,
+    405,
+    406,
+    397,
+    275,
+    308,
+    415,
+    359,
+    262,
+    23,
+    3,
+    34,
+    318,
+    53,
+    347,
+    304,
+    396,
+    312,
+    384,
+    437,
+    439,
+    440,
+    15,
+    409,
+    441,
+    326,
+    399,
+    444,
+    412,
+    391,
+    374,
+    420,
+    281,
+    50,
+    40,
+    298,
+    450,
+    385,
+    452,
+    370,
+    455,
+    365,
+    457,
+    414,
+    462,
+    463,
+    419,
+    300,
+    465,
+    330,
+    410,
+    333,
+    467,
+    319,
+    468,
+    395,
+    471,
+    472,
+    43,
+    274,
+    474,
+    478,
+    55,
+    430,
+    485,
+    487,
+    368,
+    427,
+    491,
+    493,
+    495,
+    496,
+    497,
+    320,
+    503,
+    373,
+    504,
+    507,
+    56,
+    454,
+    393,
+    416,
+    514,
+    39,
+    515,
+    494,
+    364,
+    520,
+    521,
+    522,
+    345,
+    328,
+    342,
+    528,
+    529,
+    530,
+    361,
+    531,
+    317,
+    336,
+    532,
+    534,
+    310,
+    536,
+    394,
+    322,
+    93,
+    346,
+    539,
+    542,
+    339,
+    283,
+    10,
+    464,
+    461,
+    446,
+    547,
+    57,
+    548,
+    549,
+    550,
+    314,
+    551,
+    425,
+    556,
+    369,
+    488,
+    355,
+    559,
+    560,
+)
+"""The 256 most frequent tokens of the training text (BOS excluded), most frequent first: the random-repeat probe
+draws from them. Pinned, not recomputed: five pairs of them are equally frequent, and the training runs (on a GPU)
+ordered three of those pairs the other way round from a stable CPU sort; these are the runs' order
+(``tests/test_natural.py`` checks that it is a most-frequent-first order of the training text's counts)."""
+
+
 def common_tokens(n: int = 256) -> torch.Tensor:
-    """``(n,) int64``: the ``n`` most frequent tokens of the training text (BOS excluded), most frequent first."""
-    counts = torch.bincount(training_ids(), minlength=VOCAB)
-    counts[BOS] = -1
-    return counts.argsort(descending=True, stable=True)[:n]
+    """``(n,) int64``: the ``n`` most frequent tokens of the training text (:data:`COMMON_TOKENS`), ``n <= 256``."""
+    validate.int_at_least("n", n, 1)
+    if n > len(COMMON_TOKENS):
+        raise ValueError(f"n must be at most {len(COMMON_TOKENS)}, got {n}")
+    return torch.tensor(COMMON_TOKENS[:n], dtype=torch.int64)
 
 
 def probe_tokens(
@@ -429,7 +731,7 @@ def probe_tokens(
         ``"text"``: ``(64, seq_len)`` held-out windows; ``"nat_repeat"``: ``(32, 2 h + 1)`` a held-out passage of
         ``h = (seq_len - 1) // 2`` tokens, then the same passage again; ``"rand_repeat"``: ``(32, 2 h + 1)`` the
         same for ``h`` tokens drawn from the 256 most common ones (:func:`common_tokens`; left out when
-        ``random_repeats`` is False, which spares encoding the training text).
+        ``random_repeats`` is False).
     """
     held = held_out_ids()
     g = torch.Generator().manual_seed(PROBE_SEED)
@@ -472,7 +774,8 @@ def measure(model: TransformerBridge, probes: dict[str, torch.Tensor]) -> dict[s
     Returns:
         ``held_loss`` (mean loss on the held-out windows), ``loss_by_pos`` (its mean at each position, a list),
         for ``nat_repeat`` and ``rand_repeat`` (where ``probes`` has it): the mean loss on the first and on the
-        second copy (``*_first``, ``*_second``) and :func:`repeat_prefix_matching` of every head (``*_pm``,
+        second copy (``*_first``: loss positions ``0 .. h - 2``; ``*_second``: positions ``h .. 2 h - 1``, the
+        predictions of the second copy's tokens) and :func:`repeat_prefix_matching` of every head (``*_pm``,
         ``[layer][head]``), and
         ``prev_token``: the previous-token score of every head on the held-out windows.
     """
