@@ -132,6 +132,8 @@ def test_extra_params_are_trained():
         ({"steps": 10, "checkpoint_steps": (11,)}, r"checkpoint step must be an integer in \[0, 10\], got 11"),
         ({"steps": 10, "checkpoint_steps": (0, True)}, r"checkpoint step must be an integer in \[0, 10\], got True"),
         ({"seed": -1}, r"seed must be an integer in \[0, 2\*\*63\)"),
+        ({"warmup_steps": -1}, "warmup_steps must be a non-negative integer, got -1"),
+        ({"warmup_steps": 2.5}, "warmup_steps must be a non-negative integer, got 2.5"),
     ],
 )
 def test_bad_config_is_a_value_error(kwargs, message):
@@ -165,3 +167,55 @@ def test_parameter_given_twice_is_trained_once():
     model = torch.nn.Linear(3, 1)
     hist = train(model, regression_task(), mse, TrainConfig(steps=5, lr=0.01), extra_params=[model.weight])
     assert hist.loss.shape == (5,)
+
+
+class OneWeight(torch.nn.Module):
+    """A single float64 weight; the loss ``w`` has gradient 1, so an SGD step moves ``w`` by exactly the step's lr."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros((), dtype=torch.float64))
+
+
+def learning_rates(steps, warmup_steps, lr=0.1):
+    """The learning rate of every step of an SGD run, read off the moves of :class:`OneWeight` (no batch needed)."""
+    config = TrainConfig(
+        steps=steps, lr=lr, optimizer="sgd", warmup_steps=warmup_steps, checkpoint_steps=tuple(range(steps + 1))
+    )
+    hist = train(OneWeight(), lambda batch_size, generator: None, lambda m, batch: m.w, config)
+    w = torch.stack([hist.checkpoints[s]["w"] for s in range(steps + 1)])
+    return (w[:-1] - w[1:]).tolist()
+
+
+def test_warmup_rises_linearly_then_stays():
+    """Step t (1-based) uses lr * min(1, t / warmup_steps)."""
+    got = learning_rates(steps=7, warmup_steps=4, lr=0.1)
+    assert got == pytest.approx([0.025, 0.05, 0.075, 0.1, 0.1, 0.1, 0.1], abs=1e-15)
+
+
+@pytest.mark.parametrize("warmup", [0, 1])
+def test_no_warmup_is_a_constant_rate(warmup):
+    assert learning_rates(steps=5, warmup_steps=warmup, lr=0.1) == pytest.approx([0.1] * 5, abs=1e-15)
+
+
+def test_no_warmup_is_the_plain_loop():
+    """warmup_steps=0 trains exactly as a hand-written AdamW loop with the same batches."""
+    config = TrainConfig(steps=20, lr=0.05, batch_size=8, weight_decay=0.01, seed=3, warmup_steps=0)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    by_hand = torch.nn.Linear(3, 1)
+    by_hand.load_state_dict(model.state_dict())
+    hist = train(model, regression_task(), mse, config)
+
+    make_batch = regression_task()
+    generator = torch.Generator().manual_seed(3)
+    optimizer = torch.optim.AdamW(by_hand.parameters(), lr=0.05, weight_decay=0.01)
+    losses = []
+    for _ in range(20):
+        loss = mse(by_hand, make_batch(8, generator))
+        losses.append(loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert hist.loss.tolist() == losses
+    assert torch.equal(model.weight, by_hand.weight)
