@@ -8,14 +8,19 @@ passages, previous-token scores, held-out loss by position) and the checkpoints 
 all), in float16. ``--max-seconds`` shortens the run to what fits (a sweep); the learning rate is constant after
 warm-up, so a shorter run is exactly the start of a longer one.
 
-The three runs shipped in lib/data were trained on one H200 GPU with (``--device cuda``)::
+The three runs shipped in lib/data were trained on one H200 GPU: the one-layer runs in the sweep of
+bench/natural_sweep.sh (tags L1_lr1e-3 and L1s_lr1e-3), the two-layer run alone (tag L2_lr3e-3), each with
+``--max-seconds``, which fixed its number of steps. These commands (``--device cuda``) train the same runs; the
+shipped files keep the listed checkpoints (written from the sweep's output with ``lib.natural.save_run``)::
 
-    --tag two-layers --layers 2 --lr 3e-3 --warmup 500 --every 250 --steps 18250 --keep 3000,9000,18250
-    --tag one-layer --layers 1 --lr 1e-3 --warmup 200 --every 100 --steps 9400 --keep 9400
-    --tag one-layer-smeared --layers 1 --smeared --lr 1e-3 --warmup 200 --every 100 --steps 10100 \
+    --tag L2_lr3e-3 --layers 2 --lr 3e-3 --warmup 500 --every 250 --steps 18250 --keep 3000,9000,18250
+    --tag L1_lr1e-3 --layers 1 --lr 1e-3 --warmup 200 --every 100 --steps 9400 --keep 9400
+    --tag L1s_lr1e-3 --layers 1 --smeared --lr 1e-3 --warmup 200 --every 100 --steps 10100 \\
         --keep 1600,2100,2700,10100
 
-(batches of 64 windows of 256 tokens, seed 0; bench/README.md has the sweep that chose them).
+(batches of 64 windows of 256 tokens, seed 0; bench/README.md has the sweep that chose them). On this 2-core CPU a
+step of the two-layer model takes about a second, so a full re-run needs a GPU; tests/test_natural.py re-runs the
+first steps on the CPU and matches the shipped losses.
 """
 
 from __future__ import annotations
