@@ -902,3 +902,143 @@ def check_mean_ablation(learner: Callable[..., torch.Tensor]) -> None:
         [(0, 0), (0, 1), (1, 1)],
         atol=1e-4,
     )
+
+
+# --- chapter 8: natural text -----------------------------------------------------------------
+
+
+def check_icl_per_window(learner: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """Chapter 8: ``icl_per_window(loss (..., batch, 255)) -> (..., batch)``: each window's mean loss over
+    :data:`lib.natural.LATE` minus its mean loss over :data:`lib.natural.EARLY`."""
+    from lib import natural
+
+    g = torch.Generator().manual_seed(80)
+    falling = torch.linspace(6.0, 1.0, 255)[None]  # later tokens easier: negative
+    cases = [
+        (falling,),
+        (torch.rand(5, 255, generator=g) * 6,),
+        (torch.rand(3, 4, 255, generator=g) * 6,),  # stacked: one row per model or ablation
+        (torch.rand(2, 2, 3, 255, generator=g) * 6,),
+    ]
+    compare("icl_per_window", learner, natural.icl_per_window, cases)
+
+
+def induction_guess(tokens: torch.Tensor) -> torch.Tensor:
+    """What a perfect induction head would predict: at each position, the token that followed the most recent
+    earlier occurrence of the current token.
+
+    Args:
+        tokens: ``(batch, seq)`` token ids.
+
+    Returns:
+        ``(batch, seq) int64``: ``tokens[b, k + 1]`` for the largest ``k < q`` with ``tokens[b, k] == tokens[b, q]``,
+        and ``-1`` where the token at ``q`` has not occurred before in its row.
+    """
+    if tokens.ndim != 2:
+        raise ValueError(f"tokens must be (batch, seq) token ids, got shape {tuple(tokens.shape)}")
+    batch, seq = tokens.shape
+    earlier = torch.ones(seq, seq, dtype=torch.bool, device=tokens.device).tril(-1)  # (q, k): k < q
+    same_token = (tokens[:, :, None] == tokens[:, None, :]) & earlier  # (b, q, k)
+    positions = torch.arange(seq, device=tokens.device).expand(batch, seq, seq)
+    last = torch.where(same_token, positions, -1).amax(-1)  # (b, q): the most recent earlier occurrence
+    following = tokens.gather(1, (last + 1).clamp(max=seq - 1))  # last + 1 <= q: inside the row
+    return torch.where(last >= 0, following, -1).long()
+
+
+def check_induction_guess(learner: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """Chapter 8: ``induction_guess(tokens (batch, seq)) -> (batch, seq) int64`` (:func:`induction_guess`)."""
+    g = torch.Generator().manual_seed(81)
+    cases = [
+        # 5 occurs at 1, 4 and 7, followed by 6 then 8: the most recent one counts; 9 and 0 are new
+        (torch.tensor([[0, 5, 6, 9, 5, 8, 3, 5, 6]]),),
+        (torch.tensor([[0, 1, 1, 1, 2, 1]]),),  # a run of one token: it follows itself
+        (torch.randint(1, 6, (3, 20), generator=g),),  # small vocabulary: many repeats
+        (torch.randint(0, 40, (4, 32), generator=g),),
+    ]
+    compare("induction_guess", learner, induction_guess, cases)
+
+
+def _no_hook_added(name: str, model: Any, learner: Callable[..., Any]) -> Callable[..., Any]:
+    """``learner(model, *args)``, failing if it leaves a hook on ``model`` beyond those it had (a smeared model keeps
+    its smearing hooks for good)."""
+    points = list({id(point): point for point in model.hook_dict.values()}.values())
+
+    def count() -> int:
+        return sum(len(point._forward_hooks) + len(point._forward_pre_hooks) for point in points)
+
+    before = count()
+
+    def run(*args: Any) -> Any:
+        try:
+            return learner(model, *args)
+        finally:
+            left = count() - before
+            if left:
+                model.reset_hooks(including_permanent=False)
+                raise CheckFailed(
+                    f"{name}: {left} hook(s) left on the model after the call with {', '.join(map(repr, args))}; "
+                    "add hooks with `with model.hooks(fwd_hooks=...)` so they are removed"
+                )
+
+    return run
+
+
+def check_ablate_head(learner: Callable[..., torch.Tensor]) -> None:
+    """Chapter 8: ``ablate_head(model, tokens (batch, 256), layer, head)``, the per-token loss ``(batch, 255)`` with
+    the head's ``z`` set to zero.
+
+    On the shipped smeared one-layer model and 4 held-out windows, for three heads; fails if a hook is left on the
+    model.
+    """
+    from lib import ablation, natural
+
+    run = natural.load_run("one layer, smeared")
+    model = run.model_at(max(run.checkpoints))
+    tokens = natural.tiled_windows(natural.held_out_ids())[:4]
+    learners = _no_hook_added("ablate_head", model, learner)
+    compare(
+        "ablate_head",
+        lambda layer, head: learners(tokens, layer, head),
+        lambda layer, head: ablation.ablated_losses(model, tokens, [[(layer, head)]])[0],
+        [(0, 0), (0, 3), (0, 6)],
+        atol=1e-4,
+    )
+
+
+def _share_removed(per_window: torch.Tensor) -> torch.Tensor:
+    """``(2, ..., batch)`` per-window ICL scores, intact then ablated -> the share of the score removed ``(...)``."""
+    return 1 - per_window[1].mean(-1) / per_window[0].mean(-1)
+
+
+def share_interval(
+    intact: torch.Tensor, ablated: torch.Tensor, level: float = 0.9, samples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """The book's answer to Exercise 8.4: :func:`lib.natural.bootstrap_interval` of the share of the ICL score
+    removed, ``1 - mean(ablated) / mean(intact)``, resampling the same windows for both (``(batch,)`` each)."""
+    from lib import natural
+
+    return natural.bootstrap_interval(_share_removed, torch.stack([intact, ablated]), level, samples, seed)
+
+
+def check_share_interval(learner: Callable[..., tuple[float, float]]) -> None:
+    """Chapter 8: ``share_interval(intact (batch,), ablated (batch,), level, samples, seed) -> (low, high)``.
+
+    Any random number generator will do, so the ends are compared with :func:`share_interval` within 0.02: in these
+    cases a paired percentile bootstrap with another generator (numpy's, 20 seeds) lands within 0.007 of it, while
+    resampling the two sides independently widens the first case's interval five-fold (each end moves by 0.05), and
+    not resampling at all shrinks every interval to a point (0.07 inside each end of the second case).
+    """
+    g = torch.Generator().manual_seed(84)
+
+    def windows(batch: int, mean: float, kept: float, noise: float) -> tuple[torch.Tensor, torch.Tensor]:
+        # windows differ a lot; the ablation keeps a share of each window's own score, plus a little noise
+        intact = mean + 0.6 * torch.randn(batch, generator=g)
+        return intact, kept * intact + noise * torch.randn(batch, generator=g)
+
+    cases = [
+        (*windows(200, -0.5, 0.3, 0.05), 0.9, 2000, 0),
+        (*windows(300, -0.4, 0.0, 0.3), 0.9, 2000, 1),  # all of it removed: an interval around 1
+        (*windows(150, -0.6, 0.6, 0.1), 0.5, 2000, 2),
+        (*windows(400, -0.3, -0.2, 0.3), 0.8, 4000, 3),  # beyond 1: the ablation reverses the sign
+    ]
+    compare("share_interval", learner, share_interval, cases, atol=0.02, rtol=0.0)

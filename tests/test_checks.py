@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import pytest
 import torch
 
-from lib import ablation, checks, circuits, induction, lm, ocr, onelayer, scores, smear, theory
+from lib import ablation, checks, circuits, induction, lm, natural, ocr, onelayer, scores, smear, theory
 from lib.checks import CheckFailed, compare, same
 
 # --- compare and same ----------------------------------------------------------------------------
@@ -510,6 +510,63 @@ def qk_cut_from_layer_1s_input(model, tokens, sides):  # the full residual strea
     return _qk_cut(model, tokens, sides, source="blocks.1.hook_resid_pre")
 
 
+def icl_per_window_sign_flipped(loss):  # positive for in-context learning
+    return -natural.icl_per_window(loss)
+
+
+def icl_per_window_single_positions(loss):  # one position of each band instead of its mean
+    return loss[..., natural.LATE.stop - 1] - loss[..., natural.EARLY.start]
+
+
+def induction_guess_first_occurrence(tokens):  # the earliest earlier occurrence, not the most recent
+    seq = tokens.shape[1]
+    earlier = torch.ones(seq, seq, dtype=torch.bool).tril(-1)
+    same_token = (tokens[:, :, None] == tokens[:, None, :]) & earlier
+    first = torch.where(same_token, torch.arange(seq), seq).amin(-1)
+    return torch.where(first < seq, tokens.gather(1, (first + 1).clamp(max=seq - 1)), -1)
+
+
+def induction_guess_the_earlier_token(tokens):  # the earlier occurrence itself: the current token again
+    guess = checks.induction_guess(tokens)
+    return torch.where(guess >= 0, tokens, -1)
+
+
+def induction_guess_zero_when_new(tokens):  # 0 (a real token, BOS) where nothing occurred before
+    return checks.induction_guess(tokens).clamp(min=0)
+
+
+def ablate_head_zeroing_a_position(model, tokens, layer, head):  # z[:, head] is a position, not a head
+    def hook(z, hook):
+        z = z.clone()
+        z[:, head] = 0.0
+        return z
+
+    with model.hooks(fwd_hooks=[(f"blocks.{layer}.attn.hook_z", hook)]):
+        return scores.next_token_loss(model(tokens), tokens)
+
+
+def ablate_head_whole_layer(model, tokens, layer, head):  # every head of the layer
+    return ablation.ablated_losses(model, tokens, [[(layer, h) for h in range(model.cfg.n_heads)]])[0]
+
+
+def ablate_head_leaving_a_hook(model, tokens, layer, head):
+    model.add_hook(f"blocks.{layer}.attn.hook_z", lambda z, hook: z)
+    return ablation.ablated_losses(model, tokens, [[(layer, head)]])[0]
+
+
+def share_interval_unpaired(intact, ablated, level=0.9, samples=2000, seed=0):  # different windows for each side
+    g = torch.Generator().manual_seed(seed)
+    first, second = (torch.randint(0, len(intact), (samples, len(intact)), generator=g) for _ in range(2))
+    shares = 1 - ablated[second].mean(-1) / intact[first].mean(-1)
+    low, high = shares.double().quantile(torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64))
+    return low.item(), high.item()
+
+
+def share_interval_not_resampled(intact, ablated, level=0.9, samples=2000, seed=0):  # the share itself, twice
+    share = (1 - ablated.mean() / intact.mean()).item()
+    return share, share
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 # (?s): an input such as a model prints on several lines
@@ -721,6 +778,34 @@ ROWS = [
         checks.check_qk_from_embeddings,
         lambda model, tokens, sides: circuits.run_with_qk_from_embeddings(model, tokens, sides)[0],
         (Wrong(qk_cut_sides_swapped), Wrong(qk_cut_without_biases), Wrong(qk_cut_from_layer_1s_input)),
+    ),
+    Row(
+        checks.check_icl_per_window,
+        natural.icl_per_window,
+        (Wrong(icl_per_window_sign_flipped), Wrong(icl_per_window_single_positions)),
+    ),
+    Row(
+        checks.check_induction_guess,
+        checks.induction_guess,
+        (
+            Wrong(induction_guess_first_occurrence),
+            Wrong(induction_guess_the_earlier_token),
+            Wrong(induction_guess_zero_when_new),
+        ),
+    ),
+    Row(
+        checks.check_ablate_head,
+        lambda model, tokens, layer, head: ablation.ablated_losses(model, tokens, [[(layer, head)]])[0],
+        (
+            Wrong(ablate_head_zeroing_a_position),
+            Wrong(ablate_head_whole_layer),
+            Wrong(ablate_head_leaving_a_hook, r"1 hook\(s\) left on the model"),
+        ),
+    ),
+    Row(
+        checks.check_share_interval,
+        checks.share_interval,
+        (Wrong(share_interval_unpaired), Wrong(share_interval_not_resampled)),
     ),
 ]
 
