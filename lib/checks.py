@@ -535,17 +535,24 @@ def _small_two_layer_model() -> tuple[Any, torch.Tensor]:
 
 
 def _no_hook_left(name: str, model: Any, learner: Callable[..., Any]) -> Callable[..., Any]:
-    """``learner(model, *args)``, failing if it leaves a temporary hook on ``model``."""
+    """``learner(model, *args)``, failing if it leaves a hook on ``model`` beyond those the model had (a smeared model
+    keeps its smearing hooks for good)."""
+    # every torch-level hook counts, permanent ones too
     points = list({id(point): point for point in model.hook_dict.values()}.values())
+
+    def count() -> int:
+        return sum(len(point._forward_hooks) + len(point._forward_pre_hooks) for point in points)
+
+    before = count()
 
     def run(*args: Any) -> Any:
         try:
             return learner(model, *args)
         finally:
-            # every torch-level hook counts: the check's model has none of its own, not even permanent ones
-            left = sum(len(point._forward_hooks) + len(point._forward_pre_hooks) for point in points)
+            left = count() - before
             if left:
-                model.reset_hooks(including_permanent=True)
+                # a model with no hooks of its own is cleaned completely; otherwise its permanent hooks stay
+                model.reset_hooks(including_permanent=before == 0)
                 raise CheckFailed(
                     f"{name}: {left} hook(s) left on the model after the call with {', '.join(map(repr, args))}; "
                     "add hooks with `with model.hooks(fwd_hooks=...)` so they are removed"
@@ -958,31 +965,6 @@ def check_induction_guess(learner: Callable[[torch.Tensor], torch.Tensor]) -> No
     compare("induction_guess", learner, induction_guess, cases)
 
 
-def _no_hook_added(name: str, model: Any, learner: Callable[..., Any]) -> Callable[..., Any]:
-    """``learner(model, *args)``, failing if it leaves a hook on ``model`` beyond those it had (a smeared model keeps
-    its smearing hooks for good)."""
-    points = list({id(point): point for point in model.hook_dict.values()}.values())
-
-    def count() -> int:
-        return sum(len(point._forward_hooks) + len(point._forward_pre_hooks) for point in points)
-
-    before = count()
-
-    def run(*args: Any) -> Any:
-        try:
-            return learner(model, *args)
-        finally:
-            left = count() - before
-            if left:
-                model.reset_hooks(including_permanent=False)
-                raise CheckFailed(
-                    f"{name}: {left} hook(s) left on the model after the call with {', '.join(map(repr, args))}; "
-                    "add hooks with `with model.hooks(fwd_hooks=...)` so they are removed"
-                )
-
-    return run
-
-
 def check_ablate_head(learner: Callable[..., torch.Tensor]) -> None:
     """Chapter 8: ``ablate_head(model, tokens (batch, 256), layer, head)``, the per-token loss ``(batch, 255)`` with
     the head's ``z`` set to zero.
@@ -995,7 +977,7 @@ def check_ablate_head(learner: Callable[..., torch.Tensor]) -> None:
     run = natural.load_run("one layer, smeared")
     model = run.model_at(max(run.checkpoints))
     tokens = natural.tiled_windows(natural.held_out_ids())[:4]
-    learners = _no_hook_added("ablate_head", model, learner)
+    learners = _no_hook_left("ablate_head", model, learner)
     compare(
         "ablate_head",
         lambda layer, head: learners(tokens, layer, head),
