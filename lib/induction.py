@@ -356,23 +356,51 @@ def eval_sets(
 # ---------------------------------------------------------------------------------------------
 
 
-def bridge_config(config: InductionConfig, seed: int | None = 0) -> TransformerBridgeConfig:
-    """The ``TransformerBridgeConfig`` of an attention-only model with no LayerNorm."""
+def attention_only_config(
+    *,
+    n_layers: int,
+    n_heads: int,
+    d_model: int,
+    d_head: int,
+    n_ctx: int,
+    vocab: int,
+    layer_norm: bool = False,
+    init_std: float | None = None,
+    seed: int | None = 0,
+) -> TransformerBridgeConfig:
+    """The ``TransformerBridgeConfig`` of an attention-only model with learned positions (here and in
+    :mod:`lib.natural`); ``init_std`` ``None`` keeps transformer_lens' ``0.8 / sqrt(d_model)``."""
     from transformer_lens.config import TransformerBridgeConfig
 
     return TransformerBridgeConfig(
+        d_model=d_model,
+        d_head=d_head,
+        n_heads=n_heads,
+        n_layers=n_layers,
+        n_ctx=n_ctx,
+        d_vocab=vocab,
+        attn_only=True,
+        normalization_type="LN" if layer_norm else None,
+        positional_embedding_type="standard",
+        initializer_range=-1.0 if init_std is None else init_std,
+        seed=seed,
+    )
+
+
+def bridge_config(config: InductionConfig, seed: int | None = 0) -> TransformerBridgeConfig:
+    """The ``TransformerBridgeConfig`` of an attention-only model with no LayerNorm.
+
+    No LayerNorm: the residual stream is a plain sum, so a head's direct effect on the logits (the copying score) is
+    exactly ``W_E W_V W_O W_U``, and weights can be set by hand.
+    """
+    return attention_only_config(
+        n_layers=config.n_layers,
+        n_heads=config.n_heads,
         d_model=config.d_model,
         d_head=config.d_head,
-        n_heads=config.n_heads,
-        n_layers=config.n_layers,
         n_ctx=config.seq_len,
-        d_vocab=config.vocab,
-        attn_only=True,
-        # no LayerNorm: the residual stream is a plain sum, so a head's direct effect on the
-        # logits (the copying score) is exactly W_E W_V W_O W_U, and weights can be set by hand
-        normalization_type=None,
-        positional_embedding_type="standard",
-        initializer_range=-1.0 if config.init_std is None else config.init_std,
+        vocab=config.vocab,
+        init_std=config.init_std,
         seed=seed,
     )
 

@@ -216,22 +216,18 @@ class NaturalConfig:
 def make_model(config: NaturalConfig, seed: int = 0, device: torch.device | str | None = None) -> TransformerBridge:
     """A fresh attention-only ``TransformerBridge`` of :data:`VOCAB` tokens (weights from ``seed``, built on the CPU
     so that every device starts from the same numbers, then moved to ``device``)."""
-    from transformer_lens.config import TransformerBridgeConfig
     from transformer_lens.model_bridge.sources import boot_native
 
-    from lib import smear
+    from lib import induction, smear
 
-    cfg = TransformerBridgeConfig(
+    cfg = induction.attention_only_config(
+        n_layers=config.n_layers,
+        n_heads=config.n_heads,
         d_model=config.d_model,
         d_head=config.d_head,
-        n_heads=config.n_heads,
-        n_layers=config.n_layers,
         n_ctx=config.seq_len,
-        d_vocab=VOCAB,
-        attn_only=True,
-        normalization_type="LN" if config.layer_norm else None,
-        positional_embedding_type="standard",
-        initializer_range=-1.0,
+        vocab=VOCAB,
+        layer_norm=config.layer_norm,
         seed=validate.seed(seed),
     )
     model = boot_native(cfg, device="cpu")
