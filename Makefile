@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Quiet progress bars in tests and in the rendered book (they would show as dead widgets there).
 export CIRCUITS_PROGRESS := 0
-# A failing exercise check raises instead of falling back to the reference (lib.checks.passing_or_reference).
+# A failing exercise check raises instead of falling back to the reference (lib.exercises.framework.passing_or_reference).
 export CIRCUITS_STRICT_CHECKS := 1
 # One torch thread per process. The book's models are tiny; `make test` runs two notebooks at once on two
 # cores, and on a busy CPU two threads per process made steps 5-50x slower (threads waiting on each other).
@@ -43,7 +43,7 @@ test: $(STAMP)
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -m "not built_book and not colab" tests chapters
 
-# The Colab path simulated (tests/test_colab.py): a Colab-like environment, the setup cell's install from a clean
+# The Colab path simulated (tests/book/test_colab.py): a Colab-like environment, the setup cell's install from a clean
 # commit of this tree, chapters 0 and 1 run there; and the wheelhouse installed offline. Needs the package index
 # (as Colab does), so it is not part of `make test`, which works offline; .ci/run runs it.
 colab: $(STAMP)

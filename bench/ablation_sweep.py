@@ -4,12 +4,12 @@ For chapter 5's two-layer model (d_model 64, 4 heads per layer) and the chapter'
 head alone, the layer-1 heads together and layer 0 together: 11 ablations, on 64 sequences of 49 tokens, both
 kinds), it times
 
-- the book: ``lib.ablation.ablated_losses``, all ablations of one kind in one forward pass
+- the book: ``lib.induction.ablation.ablated_losses``, all ablations of one kind in one forward pass
   (batch = ablations x sequences; for pattern-preserving ablation one extra pass records the patterns);
 - a plain loop: one ``run_with_hooks`` forward pass per ablation (and, for pattern-preserving ablation, one
   recording pass per ablation), as a first implementation would do;
 
-and the whole sweep over the chapter's 31 checkpoints (every 20th step) with ``lib.scores.over_checkpoints``.
+and the whole sweep over the chapter's 31 checkpoints (every 20th step) with ``lib.induction.scores.over_checkpoints``.
 Timing does not depend on the weights, so the model is not trained: every checkpoint is the initial one.
 Run: ``PYTHONPATH=$PWD python bench/ablation_sweep.py``.
 """
@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lib import ablation, induction, scores
-from lib.device import pick_device
-from lib.train import snapshot
+from lib.core.device import pick_device
+from lib.core.heads import Head
+from lib.core.train import snapshot
+from lib.induction import ablation, models, scores, sequences
 
 if TYPE_CHECKING:
     from transformer_lens.model_bridge import TransformerBridge
@@ -36,7 +37,7 @@ CHECKPOINTS = 31
 REPEATS = 3
 
 
-def _ablations(model: TransformerBridge) -> list[list[ablation.Head]]:
+def _ablations(model: TransformerBridge) -> list[list[Head]]:
     n_heads = model.cfg.n_heads
     return ablation.each_head(model) + [[(1, h) for h in range(n_heads)], [(0, h) for h in range(n_heads)]]
 
@@ -44,7 +45,7 @@ def _ablations(model: TransformerBridge) -> list[list[ablation.Head]]:
 def _plain(
     model: TransformerBridge,
     tokens: torch.Tensor,
-    ablations: list[list[ablation.Head]],
+    ablations: list[list[Head]],
     kind: ablation.Kind,
 ) -> torch.Tensor:
     """One forward pass per ablation, with hooks written inline."""
@@ -81,10 +82,10 @@ def _best_time(fn: Callable[[], object], repeats: int = REPEATS) -> float:
 def run() -> dict:
     """Seconds per checkpoint (book vs plain loop, both kinds), their ratio, and the whole sweep's seconds."""
     device = pick_device()
-    config = induction.InductionConfig()
-    model = induction.make_model(config, seed=0, device=device)
+    config = sequences.InductionConfig()
+    model = models.make_model(config, seed=0, device=device)
     model.eval()
-    tokens = induction.eval_sets(config, device, n=SEQUENCES).tokens
+    tokens = sequences.eval_sets(config, device, n=SEQUENCES).tokens
     ablations = _ablations(model)
     results: dict = {
         "device": str(device),

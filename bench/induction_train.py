@@ -1,10 +1,11 @@
 """How fast does the induction-head phase change arrive? The book's set-up vs. a plain loop.
 
 Prints steps/s, and the step and wall time of the phase change (the book's phase-change step,
-``lib.scores.phase_change_step``: the loss on the tokens an induction head can predict falls below 1 nat), for
+``lib.induction.dynamics.phase_change_step``: the loss on the tokens an induction head can predict falls below 1 nat),
+for
 
 - the book: ``lib.induction`` data (a segment of 5-24 distinct tokens repeated until the sequence is
-  full), ``lib.train.train``, the chapter's learning rate and batch size;
+  full), ``lib.core.train.train``, the chapter's learning rate and batch size;
 - a plain loop: the same two-layer attention-only transformer_lens model (d_model 64, 4 heads),
   AdamW at lr 1e-3, batch 64, sequences of 48 tokens in which a random segment of 5-23 tokens is
   repeated once and the rest is fresh random tokens, ``return_type="loss"`` and a ``.item()`` per step.
@@ -21,17 +22,18 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from lib import induction, scores
+from lib.core.tokens import BOS
+from lib.induction import dynamics, models, scores, sequences
 
-THRESHOLD = scores.PHASE_CHANGE_LOSS  # 1 nat, on the tokens an induction head can predict
+THRESHOLD = dynamics.PHASE_CHANGE_LOSS  # 1 nat, on the tokens an induction head can predict
 EVERY = 25
 
 
 def book(max_steps: int = 800) -> tuple[float, int | None, float | None]:
-    config = induction.InductionConfig()
-    model = induction.make_model(config, seed=0)
-    tokens, period = induction.repeated_sequences(256, induction.seeded_generator(123), config)
-    mask = induction.repeat_mask(period, config)
+    config = sequences.InductionConfig()
+    model = models.make_model(config, seed=0)
+    tokens, period = sequences.repeated_sequences(256, sequences.seeded_generator(123), config)
+    mask = sequences.repeat_mask(period, config)
     start = time.perf_counter()
 
     def evaluate(m: nn.Module) -> tuple[float, float]:
@@ -39,24 +41,24 @@ def book(max_steps: int = 800) -> tuple[float, int | None, float | None]:
 
     steps = tuple(range(0, max_steps + 1, EVERY))
     # the chapter's settings (lr, batch size, optimizer), with this benchmark's length and checkpoints
-    chapter = replace(induction.TRAINING, steps=max_steps, checkpoint_steps=steps, progress=False)
-    history = induction.fit(model, config, 0, train_config=chapter, evaluate=evaluate)
+    chapter = replace(models.TRAINING, steps=max_steps, checkpoint_steps=steps, progress=False)
+    history = models.fit(model, config, 0, train_config=chapter, evaluate=evaluate)
     marks = history.evals
-    hit = scores.phase_change_step(steps, [marks[s][0] for s in steps], THRESHOLD)
+    hit = dynamics.phase_change_step(steps, [marks[s][0] for s in steps], THRESHOLD)
     return max_steps / history.seconds, hit, (marks[hit][1] if hit is not None else None)
 
 
 def plain(max_steps: int = 3000) -> tuple[float, int | None, float | None]:
     seq, vocab = 48, 64
-    config = induction.InductionConfig(seq_len=seq, max_repeat=23)
-    model = induction.make_model(config, seed=0)
+    config = sequences.InductionConfig(seq_len=seq, max_repeat=23)
+    model = models.make_model(config, seed=0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     generator = torch.Generator().manual_seed(0)
 
     def batch(n: int) -> tuple[torch.Tensor, torch.Tensor]:
         length = torch.randint(5, 24, (n,), generator=generator)
         tokens = torch.randint(1, vocab, (n, seq), generator=generator)
-        tokens[:, 0] = induction.BOS
+        tokens[:, 0] = BOS
         position = torch.arange(seq)
         repeated = (position[None] > length[:, None]) & (position[None] <= 2 * length[:, None])
         source = (position[None] - length[:, None]).clamp(min=0)

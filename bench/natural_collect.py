@@ -3,8 +3,9 @@
     python bench/natural_collect.py SWEEP_DIR OUT_DIR
 
 Writes OUT_DIR/summary.json: every run's settings, its training loss averaged over every 10 steps and its log
-(``lib.natural.summarize``), and prints each run's highest prefix-matching score on repeated random tokens. The runs
-themselves (``lib.natural.save_run`` files) are what to copy to lib/data when one is chosen.
+(:class:`lib.induction.natural.probes.Measurement` fields, as saved), and prints each run's highest prefix-matching
+score on repeated random tokens. The runs themselves (``lib.induction.natural.runs.save_run`` files) are what to copy to
+lib/data when one is chosen.
 """
 
 import json

@@ -7,11 +7,11 @@ Chapter 2 runs a short sweep (500 steps) to stay within its time budget. This sc
 
 - ``--setup paper`` (default), the official code's rank sweep as issue 13 describes it: every matrix starts
   N(0, 1/d) (``init_scale = d ** -0.5``), the relation token sits at a random position after the subject
-  (``SymbolicConfig(relation_position="random")``), and the official training settings (``PAPER_TRAIN``: AdamW,
+  (``SymbolicConfig(relation_position="random")``), and the official training settings (``TRAINING``: AdamW,
   lr 5e-3, weight decay 0.03, batch 252) for 20,000 steps;
 - ``--setup book``: chapter 2's model (Gaussian init, std 1e-4, relation right before EOS), same schedule.
 
-Every member (rank x seed) is one member of one :class:`lib.onelayer.OneLayer` (its own rank mask, its own batches):
+Every member (rank x seed) is one member of one :class:`lib.ocr.onelayer.OneLayer` (its own rank mask, its own batches):
 one optimizer step trains them all. :func:`sweep` returns, per rank: the final training loss (the three training
 groups, fixed evaluation sets), the held-out implication loss at chosen steps, and the held-out accuracy among the
 implication values (per seed); ``main()`` writes it to a JSON file. :func:`run` (for ``bench/run_all.py``) returns
@@ -30,9 +30,10 @@ from typing import Literal
 
 import torch
 
-from lib.device import pick_device
-from lib.ocr import SymbolicConfig, build_symbolic
-from lib.onelayer import PAPER_TRAIN, OneLayerConfig, candidate_accuracy, train_on_task
+from lib.core.device import pick_device
+from lib.ocr.onelayer import TRAINING, OneLayerConfig
+from lib.ocr.symbolic import SymbolicConfig, build_symbolic
+from lib.ocr.training import candidate_accuracy, train_on_task
 
 Setup = Literal["paper", "book"]
 RANKS = (2, 3, 4, 6, 8, 16, 32, 128)
@@ -62,7 +63,7 @@ def sweep(
     device = pick_device()
     task_config, model_config = configs(setup, ranks, seeds)
     task = build_symbolic(task_config)
-    train_config = replace(PAPER_TRAIN, steps=steps, desc=f"rank sweep ({setup})")
+    train_config = replace(TRAINING, steps=steps, desc=f"rank sweep ({setup})")
     start = time.perf_counter()
     result = train_on_task(task, model_config, train_config, eval_every=every, device=device)
     seconds = time.perf_counter() - start

@@ -24,7 +24,7 @@ import time
 import torch
 from torch import Tensor
 
-from lib import ocr, theory
+from lib.ocr import symbolic, theorem, theory
 
 GRID_TRAIN = (1, 2, 3, 4)
 GRID_TEST = (1, 2, 3, 4, 6, 8)
@@ -43,7 +43,7 @@ def margin_loss(W: Tensor, inputs: Tensor, targets: Tensor, others: Tensor) -> T
 
 
 def direction(
-    problem: theory.OCRProblem, solution: theory.Solution, scale: float, seed: int = 0, max_steps: int = 40000
+    problem: theorem.OCRProblem, solution: theory.Solution, scale: float, seed: int = 0, max_steps: int = 40000
 ) -> dict:
     """Factorized gradient descent from initial scale ``scale``; the numbers at the first step past each margin."""
     X, y = problem.train_inputs.double(), problem.train_targets
@@ -73,7 +73,7 @@ def direction(
             out[f"margin {pending[0]}"] = (
                 f"step {step}, held-out / training margin {test / train_margin:.3f}, "
                 f"nuclear norm / margin {float(torch.linalg.svdvals(W).sum()) / train_margin:.2f}, "
-                f"cosine {theory.agreement(W, target)['cosine']:.3f}, {theory.numerical_rank(W)} directions"
+                f"cosine {theorem.agreement(W, target)['cosine']:.3f}, {theorem.numerical_rank(W)} directions"
             )
             if len(pending) == 1:
                 break
@@ -85,7 +85,7 @@ def run() -> dict:
     torch.set_num_threads(1)
     results: dict = {}
     start = time.perf_counter()
-    points = theory.theorem2_grid(GRID_TRAIN, GRID_TEST, n_facts=20)
+    points = theorem.theorem2_grid(GRID_TRAIN, GRID_TEST, n_facts=20)
     results["grid n=20: points"] = len(points)
     results["grid n=20: largest |margin - law|"] = max(abs(p.margin_min - p.law) for p in points)
     results["grid n=20: largest spread of held-out margins"] = max(p.margin_max - p.margin_min for p in points)
@@ -95,18 +95,18 @@ def run() -> dict:
     )
     results["grid n=20: largest duality gap"] = max(p.gap for p in points)
     results["grid n=20: seconds"] = round(time.perf_counter() - start, 1)
-    at_13 = [theory.theorem2_grid([1], [3], n_facts=n)[0] for n in N_FACTS]
+    at_13 = [theorem.theorem2_grid([1], [3], n_facts=n)[0] for n in N_FACTS]
     results["(1, 3), n = 2, 3, 5, 10, 20: margins"] = ", ".join(f"{p.margin_min:.5f}" for p in at_13)
     results["(1, 3), n = 2, 3, 5, 10, 20: ranks"] = ", ".join(str(p.rank) for p in at_13)
 
-    task = ocr.build_symbolic()
-    problem = theory.ocr_problem(task)
+    task = symbolic.build_symbolic()
+    problem = theorem.ocr_problem(task)
     n_answers = problem.n_facts + problem.n_implications
     solution = theory.solve_max_margin(problem.train_inputs, problem.train_targets, n_answers, "nuclear")
     held_out = theory.multiclass_margins(problem.test_inputs @ solution.W.T, problem.test_targets)
     results["solution"] = (
         f"held-out margin {float(held_out.min()):.3f}, nuclear norm {solution.value:.2f}, "
-        f"{theory.numerical_rank(solution.W)} directions"
+        f"{theorem.numerical_rank(solution.W)} directions"
     )
     for scale in INIT_SCALES:
         for key, value in direction(problem, solution, scale).items():

@@ -16,24 +16,24 @@ from dataclasses import replace
 
 import torch
 
-from lib.device import pick_device
-from lib.ocr import build_symbolic
-from lib.onelayer import PAPER_TRAIN, OneLayer, OneLayerConfig, per_seed_batches, per_seed_loss
-from lib.train import train
+from lib.core.device import pick_device
+from lib.core.train import train
+from lib.ocr.onelayer import TRAINING, OneLayer, OneLayerConfig, per_seed_batches, per_seed_loss
+from lib.ocr.symbolic import build_symbolic
 
 
 def time_training(task, n_seeds: int, seed: int, parameterization: str, steps: int, device) -> float:
     model = OneLayer(OneLayerConfig(task.vocab_size, parameterization=parameterization, n_seeds=n_seeds, seed=seed)).to(
         device
     )
-    config = replace(PAPER_TRAIN, steps=steps, seed=seed, progress=False)
+    config = replace(TRAINING, steps=steps, seed=seed, progress=False)
     start = time.perf_counter()
     history = train(model, per_seed_batches(task.train_batch, n_seeds), per_seed_loss, config)
     float(history.loss[-1].sum())  # the loss history is already on the CPU: the run has finished
     return time.perf_counter() - start
 
 
-def run(parameterization: str = "factorized", steps: int = PAPER_TRAIN.steps) -> dict:
+def run(parameterization: str = "factorized", steps: int = TRAINING.steps) -> dict:
     """Seconds for 1 seed, 8 seeds one after another and 8 seeds batched, and the ratios (bench/run_all.py)."""
     device = pick_device()
     task = build_symbolic()
@@ -54,13 +54,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parameterization", default="factorized", choices=("factorized", "merged"))
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
-    parser.add_argument("--steps", type=int, default=PAPER_TRAIN.steps)
+    parser.add_argument("--steps", type=int, default=TRAINING.steps)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     print(
         f"device {pick_device()}, torch threads {torch.get_num_threads()}, {args.parameterization}, "
-        f"{args.steps} steps, batch {PAPER_TRAIN.batch_size}"
+        f"{args.steps} steps, batch {TRAINING.batch_size}"
     )
     for key, value in run(args.parameterization, args.steps).items():
         print(f"{key:>32}: {value:7.2f}")

@@ -3,7 +3,7 @@
     PYTHONPATH=$PWD python bench/pretrained_memory.py [--steps 20]
 
 The section fine-tunes a hub model (GPT-2 small by default) only when the hub can be reached, which the book's
-machines cannot. This script runs the same pipeline (:func:`lib.lm.fine_tune_and_rank`, the section's lr, batch
+machines cannot. This script runs the same pipeline (:func:`lib.ocr.ranking.fine_tune_and_rank`, the section's lr, batch
 and ranking batch) on a randomly initialised ``GPT2LMHeadModel`` of GPT-2 small's shape (124M parameters, fp32,
 AdamW) with the chapter's word tokenizer, and prints the process's peak resident memory and the wall time.
 Memory does not depend on the weights' values; time on a GPU is not measured here.
@@ -24,14 +24,15 @@ def run(steps: int = 20) -> dict[str, float]:
     """Peak resident memory (GB) and wall time (s) of ``steps`` fine-tuning steps plus the three rankings."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from lib import lm, ocr, train
+    from lib.core import train
+    from lib.ocr import lm, ranking, sentences
 
-    task = ocr.build_sentences(ocr.SentenceConfig())
+    task = sentences.build_sentences(sentences.SentenceConfig())
     tokenizer = lm.task_tokenizer(task)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=50257))
     start = time.perf_counter()
     config = train.TrainConfig(steps=steps, lr=1e-4, batch_size=32, desc="GPT-2 small shape")
-    lm.fine_tune_and_rank(model, tokenizer, task, config, batch_size=64)
+    ranking.fine_tune_and_rank(model, tokenizer, task, config, batch_size=64)
     return {
         "parameters_millions": sum(p.numel() for p in model.parameters()) / 1e6,
         "peak_memory_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,  # Linux: kilobytes

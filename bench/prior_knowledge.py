@@ -2,13 +2,14 @@
 
     PYTHONPATH=$PWD python bench/prior_knowledge.py [--seeds 10] [--steps 250] [--threads 1]
 
-Runs :func:`lib.lm.run_prior_knowledge` with the chapter's settings (:class:`lib.lm.PriorExperiment`'s defaults;
+Runs :func:`lib.ocr.prior.run_prior_knowledge` with the chapter's settings (:class:`lib.ocr.prior.PriorExperiment`'s
+defaults;
 ``--steps`` changes the fine-tuning length) on seeds ``0 .. seeds-1`` and prints, per arm, the held-out mean rank
 after fine-tuning (mean, lowest, highest seed), the rank of the true rule's answer after fine-tuning on the
 counterfactual rule, and on how many seeds the pre-trained model's counterfactual rank is above (worse than) the
 untrained model's. The chapter runs seeds 0-2 of the same experiment and cites these numbers as measured.
 
-Measured on the 2-core CPU, one torch thread, seeds 0-9, chance 9.5 (20 candidate languages), after lib.lm's faster
+Measured on the 2-core CPU, one torch thread, seeds 0-9, chance 9.5 (20 candidate languages), after lib.ocr.lm's faster
 training step (fused tanh-GELU, output layer only where a target is: the same functions, so the numbers moved only
 in the last digits from the first measurement). Final held-out mean rank, mean (lowest-highest seed):
 
@@ -40,12 +41,12 @@ import time
 
 import torch
 
-from lib import lm
+from lib.ocr import prior
 
 
 def run(n_seeds: int = 10, steps: int | None = None) -> dict:
     """Final held-out mean ranks of every arm over ``n_seeds`` seeds (bench/run_all.py's interface)."""
-    experiment = lm.PriorExperiment()
+    experiment = prior.PriorExperiment()
     if steps is not None:
         experiment = dataclasses.replace(
             experiment,
@@ -54,21 +55,21 @@ def run(n_seeds: int = 10, steps: int | None = None) -> dict:
             ),
         )
     start = time.perf_counter()
-    runs = [lm.run_prior_knowledge(experiment, seed) for seed in range(n_seeds)]
-    # the rules by their link (lib.ocr.RelationPair.link), not by their place in the config
+    runs = [prior.run_prior_knowledge(experiment, seed) for seed in range(n_seeds)]
+    # the rules by their link (lib.ocr.relations.RelationPair.link), not by their place in the config
     true = experiment.data.world_rule.name
     (cf,) = [r.name for r in experiment.data.rules if r.link == "counterfactual"]
     out: dict = {"seeds": n_seeds, "fine-tuning steps": experiment.fine_tune.steps}
     finals = {}
-    for init in lm.INITS:
+    for init in prior.INITS:
         for rule in (true, cf):
             values = torch.tensor([r.rank(init, rule)[-1].item() for r in runs])
             finals[init, rule] = values
             label = f"{init}, fine-tuned on {rule}"
             out[label] = f"{values.mean():.2f} ({values.min():.2f}-{values.max():.2f})"
-        prior = torch.tensor([r.rank(init, cf, true)[-1].item() for r in runs])
+        kept = torch.tensor([r.rank(init, cf, true)[-1].item() for r in runs])
         out[f"{init}, fine-tuned on {cf}: rank of the true answer"] = (
-            f"{prior.mean():.2f} ({prior.min():.2f}-{prior.max():.2f})"
+            f"{kept.mean():.2f} ({kept.min():.2f}-{kept.max():.2f})"
         )
     pre_cf, scratch_cf = finals["pre-trained", cf], finals["from scratch", cf]
     worse = int((pre_cf > scratch_cf).sum())

@@ -82,7 +82,7 @@ def speed_note(micro: dict) -> str:
 def machine() -> dict[str, str]:
     import torch
 
-    from lib.device import pick_device
+    from lib.core.device import pick_device
 
     info = {
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -166,7 +166,7 @@ def write_figures(results: dict) -> list[tuple[str, str]]:
     import matplotlib
 
     matplotlib.use("Agg")
-    from lib import plot
+    from lib.show import plot
 
     FIGURES.mkdir(exist_ok=True)
     drawn = []

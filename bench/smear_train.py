@@ -1,13 +1,14 @@
 """Chapter 6's four arms (1 and 2 layers, plain and smeared keys): wall time and phase-change step per arm.
 
-For each arm, three seeds are trained one after another with the chapter's settings (``lib.smear.arm_training``:
-lr 3e-3, batch 32, 500 steps for the plain arms and 300 for the smeared ones, ``lib.smear.ARM_STEPS``; the loss on
-repeated tokens measured every 10 steps on the chapter's 32 evaluation sequences). The phase change is the book's
-phase-change step (``lib.scores.phase_change_step``): the first checkpoint with that loss below
-``lib.scores.PHASE_CHANGE_LOSS`` (1 nat).
+For each arm, three seeds are trained one after another with the chapter's settings
+(``lib.induction.smear.arm_training``: lr 3e-3, batch 32, 500 steps for the plain arms and 300 for the smeared ones,
+``lib.induction.smear.ARM_STEPS``; the loss on repeated tokens measured every 10 steps on the chapter's 32 evaluation
+sequences). The phase change is the book's phase-change step (``lib.induction.dynamics.phase_change_step``): the first
+checkpoint with that loss below
+``lib.induction.dynamics.PHASE_CHANGE_LOSS`` (1 nat).
 
-Then the initialisation of the smear: the smeared arms again, for 400 steps (``lib.smear.TRAIN``), with every
-head starting at ``sigma(alpha)`` 0.88 (``alpha = 2``, close to a plain model) and 0.12 (``alpha = -2``, close to
+Then the initialisation of the smear: the smeared arms again, for 400 steps (``lib.induction.smear.TRAINING``), with
+every head starting at ``sigma(alpha)`` 0.88 (``alpha = 2``, close to a plain model) and 0.12 (``alpha = -2``, close to
 "previous key only") instead of the chapter's 0.5. Chapter 6 cites these results.
 
 Run: ``PYTHONPATH=$PWD OMP_NUM_THREADS=1 python bench/smear_train.py`` (``bench/run_all.py`` calls :func:`run`).
@@ -23,8 +24,8 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from lib import induction, scores, smear
-from lib.train import TrainConfig
+from lib.core.train import TrainConfig
+from lib.induction import dynamics, scores, sequences, smear
 
 SEEDS = (0, 1, 2)
 OTHER_INITS = {"sigma0 0.88": 2.0, "sigma0 0.12": -2.0}
@@ -35,11 +36,11 @@ def train_arm(
     smeared: bool,
     alpha: float = smear.INIT_ALPHA,
     seeds: tuple[int, ...] = SEEDS,
-    train_config: TrainConfig = smear.TRAIN,
+    train_config: TrainConfig = smear.TRAINING,
 ) -> dict:
     """Train one arm over ``seeds``; wall time, phase-change steps and (smeared) the final mean sigma(alpha)."""
-    config = induction.InductionConfig().with_layers(n_layers)
-    sets = induction.eval_sets(config, n=32)
+    config = sequences.InductionConfig().with_layers(n_layers)
+    sets = sequences.eval_sets(config, n=32)
 
     def repeated_loss(model: nn.Module) -> torch.Tensor:
         return scores.masked_mean(scores.per_token_loss(model, sets.tokens), sets.mask)
@@ -57,7 +58,7 @@ def train_arm(
         )
         seconds += time.perf_counter() - start  # includes building the model (a few ms)
         steps = history.checkpoint_steps
-        found.append(scores.phase_change_step(steps, [history.evals[s] for s in steps]))
+        found.append(dynamics.phase_change_step(steps, [history.evals[s] for s in steps]))
         if smeared:
             sigmas.append(smear.smear_sigma(model).mean().item())
     reached = [s for s in found if s is not None]

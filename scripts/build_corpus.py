@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lib import natural  # noqa: E402
+from lib.induction.natural import corpus  # noqa: E402
 
 VERSION = (3, 11, 7)
 SKIP_DIRS = {"test", "tests", "idlelib", "lib2to3", "site-packages", "ensurepip", "__pycache__", "turtledemo"}
@@ -48,19 +48,19 @@ def main() -> None:
     if args.lib == Path(argparse.__file__).parent and sys.version_info[:3] != VERSION:
         raise SystemExit(f"run with CPython {'.'.join(map(str, VERSION))} or pass --lib; this is {sys.version}")
     text = corpus_text(args.lib)
-    tokenizer = natural.train_tokenizer(natural.split_files(text)[0])
+    tokenizer = corpus.train_tokenizer(corpus.split_files(text)[0])
     if args.check:
-        same_text = natural.sha256(text) == natural.CORPUS_SHA256
-        same_tok = natural.sha256(tokenizer.to_str()) == natural.sha256(natural.TOKENIZER_PATH.read_text())
+        same_text = corpus.sha256(text) == corpus.CORPUS_SHA256
+        same_tok = corpus.sha256(tokenizer.to_str()) == corpus.sha256(corpus.TOKENIZER_PATH.read_text())
         print(f"corpus {'matches' if same_text else 'DIFFERS'}; tokenizer {'matches' if same_tok else 'DIFFERS'}")
         raise SystemExit(0 if same_text and same_tok else 1)
-    natural.CORPUS_PATH.parent.mkdir(parents=True, exist_ok=True)
-    natural.CORPUS_PATH.write_bytes(lzma.compress(text.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME))
-    natural.TOKENIZER_PATH.write_text(tokenizer.to_str(pretty=False))
+    corpus.CORPUS_PATH.parent.mkdir(parents=True, exist_ok=True)
+    corpus.CORPUS_PATH.write_bytes(lzma.compress(text.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME))
+    corpus.TOKENIZER_PATH.write_text(tokenizer.to_str(pretty=False))
     license_file = args.lib.parent.parent / "LICENSE.txt" if not (args.lib / "LICENSE.txt").exists() else None
     source_license = args.lib / "LICENSE.txt" if license_file is None else license_file
-    natural.LICENSE_PATH.write_text(source_license.read_text())
-    print(f"wrote {natural.CORPUS_PATH} ({len(text):,} characters, sha256 {natural.sha256(text)})")
+    corpus.LICENSE_PATH.write_text(source_license.read_text())
+    print(f"wrote {corpus.CORPUS_PATH} ({len(text):,} characters, sha256 {corpus.sha256(text)})")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Chapter 5's training speed at torch's default thread count and at fixed counts: the measurement behind
-``lib.device.BOOK_THREADS`` (numbers in lib/device.py's docstring and the README's "CPU threads").
+``lib.core.device.BOOK_THREADS`` (numbers in lib/core/device.py's docstring and the README's "CPU threads").
 
 Usage: ``python scripts/measure_threads.py [--steps 100] [--busy]``. Each count runs in a fresh interpreter with
 ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` unset; ``--busy`` keeps one pure-Python busy loop running meanwhile
@@ -21,12 +21,13 @@ import os, sys
 from dataclasses import replace
 import torch
 import lib  # sets its own choice; the run below then sets the count under test
-from lib import induction
+from lib.induction import models, sequences
+
 threads, steps = sys.argv[1], int(sys.argv[2])
 torch.set_num_threads(int(threads) if threads != "default" else len(os.sched_getaffinity(0)))
-config = replace(induction.TRAINING, steps=steps, checkpoint_steps=(), progress=False)
-induction.train_model(induction.InductionConfig(), seed=0, train_config=replace(config, steps=10))  # warm-up
-_, history = induction.train_model(induction.InductionConfig(), seed=0, train_config=config)
+config = replace(models.TRAINING, steps=steps, checkpoint_steps=(), progress=False)
+models.train_model(sequences.InductionConfig(), seed=0, train_config=replace(config, steps=10))  # warm-up
+_, history = models.train_model(sequences.InductionConfig(), seed=0, train_config=config)
 print(f"threads {threads:>7} ({torch.get_num_threads()}): {steps / history.seconds:6.1f} steps/s, "
       f"load average {os.getloadavg()[0]:.1f}")
 """

@@ -1,17 +1,18 @@
-"""Train chapter 8's attention-only models on the Python corpus (lib.natural) and save them.
+"""Train chapter 8's attention-only models on the Python corpus (lib.induction.natural) and save them.
 
     python scripts/train_natural.py --tag NAME [--layers 2] [--lr 1e-3] ... [--keep STEPS] --out FILE
 
-Writes a :class:`lib.natural.Run` to FILE (``lib.natural.save_run``): the settings, the loss of every step, quick
-measurements every ``--every`` steps (prefix matching of every head on repeated random tokens and repeated held-out
-passages, previous-token scores, held-out loss by position) and the checkpoints of the steps in ``--keep`` (default:
-all), in float16. ``--max-seconds`` shortens the run to what fits (a sweep); the learning rate is constant after
-warm-up, so a shorter run is exactly the start of a longer one.
+Writes a :class:`lib.induction.natural.runs.Run` to FILE (``lib.induction.natural.runs.save_run``): the settings, the
+loss of every step, quick measurements every ``--every`` steps (prefix matching of every head on repeated random tokens
+and repeated held-out passages, previous-token scores, held-out loss by position) and the checkpoints of the steps in
+``--keep`` (default: all), in float16. ``--max-seconds`` shortens the run to what fits (a sweep); the learning rate is
+constant after warm-up, so a shorter run is exactly the start of a longer one.
 
 The three runs shipped in lib/data were trained on one H200 GPU: the one-layer runs in the sweep of
 bench/natural_sweep.sh (tags L1_lr1e-3 and L1s_lr1e-3), the two-layer run alone (tag L2_lr3e-3), each with
 ``--max-seconds``, which fixed its number of steps. These commands (``--device cuda``) train the same runs; the
-shipped files keep the listed checkpoints (written from the sweep's output with ``lib.natural.save_run``)::
+shipped files keep the listed checkpoints (written from the sweep's output with
+``lib.induction.natural.runs.save_run``)::
 
     --tag L2_lr3e-3 --layers 2 --lr 3e-3 --warmup 500 --every 250 --steps 18250 --keep 3000,9000,18250
     --tag L1_lr1e-3 --layers 1 --lr 1e-3 --warmup 200 --every 100 --steps 9400 --keep 9400
@@ -19,8 +20,8 @@ shipped files keep the listed checkpoints (written from the sweep's output with 
         --keep 1600,2100,2700,10100
 
 (batches of 64 windows of 256 tokens, seed 0; bench/README.md has the sweep that chose them). On this 2-core CPU a
-step of the two-layer model takes about a second, so a full re-run needs a GPU; tests/test_natural.py re-runs the
-first steps on the CPU and matches the shipped losses.
+step of the two-layer model takes about a second, so a full re-run needs a GPU; tests/induction/test_natural.py re-runs
+the first steps on the CPU and matches the shipped losses.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lib import natural, scores  # noqa: E402
-from lib.device import pick_device  # noqa: E402
-from lib.train import TrainConfig, make_optimizer, train  # noqa: E402
+from lib.core.device import pick_device  # noqa: E402
+from lib.core.train import TrainConfig, make_optimizer, train  # noqa: E402
+from lib.induction import models, scores  # noqa: E402
+from lib.induction.natural import corpus, probes, runs
 
 
 def main() -> None:
@@ -64,7 +66,7 @@ def main() -> None:
     args = parser.parse_args()
 
     device = pick_device(args.device)
-    config = natural.NaturalConfig(
+    config = runs.NaturalConfig(
         n_layers=args.layers,
         n_heads=args.heads,
         d_model=args.d_model,
@@ -73,16 +75,16 @@ def main() -> None:
         layer_norm=args.layer_norm,
         smeared=args.smeared,
     )
-    ids = natural.training_ids()
-    probes = natural.probe_tokens(args.seq_len, device)
-    model = natural.make_model(config, seed=args.seed, device=device)
-    make_batch = natural.batch_fn(ids.to(device), args.seq_len, seed=args.seed)
+    ids = corpus.training_ids()
+    probe = probes.probe_tokens(args.seq_len, device)
+    model = runs.make_model(config, seed=args.seed, device=device)
+    make_batch = corpus.batch_fn(ids.to(device), args.seq_len, seed=args.seed)
     steps = args.steps
     if args.max_seconds:
         # time 20 steps on a throw-away copy, then keep the checkpoints that fit
         trial = copy.deepcopy(model)
         opt = make_optimizer(trial.parameters(), TrainConfig(lr=args.lr))
-        trial_batch = natural.batch_fn(ids.to(device), args.seq_len, seed=999)
+        trial_batch = corpus.batch_fn(ids.to(device), args.seq_len, seed=999)
         for i in range(25):
             if i == 5:
                 if device.type == "cuda":
@@ -109,23 +111,21 @@ def main() -> None:
         desc=args.tag,
         progress=False,
     )
-    history = train(
-        model, make_batch, natural.training_loss, train_config, evaluate=lambda m: natural.measure(m, probes)
-    )
-    best = max(max(max(layer) for layer in e["rand_repeat_pm"]) for e in history.evals.values())
+    history = train(model, make_batch, models.training_loss, train_config, evaluate=lambda m: probes.measure(m, probe))
+    best = max(max(max(layer) for layer in e.rand_repeat_pm) for e in history.evals.values())
     print(f"{args.tag}: {steps} steps in {history.seconds:.0f} s; max prefix matching (random) {best:.2f}", flush=True)
     keep = [int(k) for k in args.keep.split(",")] if args.keep else sorted(history.checkpoints)
-    run = natural.Run(
+    run = runs.Run(
         config=config,
-        train={k: v for k, v in dataclasses.asdict(train_config).items() if k != "checkpoint_steps"},
+        train=dataclasses.replace(train_config, checkpoint_steps=()),
         device=str(device),
         seconds=history.seconds,
         loss=history.loss,
-        log={s: natural.summarize(e) for s, e in history.evals.items()},
+        log=dict(history.evals),
         checkpoints={s: history.checkpoints[s] for s in keep},
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    natural.save_run(args.out, run)
+    runs.save_run(args.out, run)
 
 
 if __name__ == "__main__":

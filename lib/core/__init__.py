@@ -1,0 +1,8 @@
+"""What every chapter uses, whichever part it belongs to.
+
+- :mod:`~lib.core.device`: cuda, then mps, then cpu; seeds; torch's thread count.
+- :mod:`~lib.core.train`: the one training loop (``TrainConfig``, ``History``, progress bar, checkpoints).
+- :mod:`~lib.core.validate`: the checks of public inputs, each a ``ValueError`` that says what is allowed.
+- :mod:`~lib.core.heads`: attention heads as ``(layer, head)`` pairs and their ``"L1H3"`` names.
+- :mod:`~lib.core.tokens`: the BOS token and the evaluation seed of the sequence models.
+"""

@@ -1,0 +1,6 @@
+"""Induction heads in natural text (chapter 8).
+
+- :mod:`~lib.induction.natural.corpus`: the pinned Python corpus, its BPE tokenizer, windows and batches.
+- :mod:`~lib.induction.natural.runs`: the three trained models as shipped, and their training logs.
+- :mod:`~lib.induction.natural.probes`: per-window losses and ICL scores, bootstrap intervals, the logged probes.
+"""

@@ -1,0 +1,254 @@
+"""Measuring a natural-text model (chapter 8): the per-window loss and ICL score, bootstrap
+intervals, and the fixed probes the training script logs at every checkpoint.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from lib.core import validate
+from lib.core.device import check_device
+from lib.core.tokens import BOS, EVAL_SEED
+from lib.induction import scores
+from lib.induction.natural.corpus import DATA, held_out_ids, windows
+
+if TYPE_CHECKING:
+    from transformer_lens.model_bridge import TransformerBridge
+
+
+def window_loss(model: torch.nn.Module, tokens: torch.Tensor, chunk: int = 8) -> torch.Tensor:
+    """:func:`lib.induction.scores.per_token_loss` of many windows, ``chunk`` windows at a time, under
+    ``torch.inference_mode``.
+
+    One pass over all 619 held-out windows would hold 650 MB of logits; chunks of 8 windows (8 MB of logits, 16 MB
+    of attention scores) stay below the size at which the C allocator returns memory to the system after every
+    use, which made larger chunks 1.6 times slower on a laptop CPU.
+
+    Returns:
+        ``(batch, seq - 1)``.
+    """
+    validate.positive_int("chunk", chunk)
+    with torch.inference_mode():
+        return torch.cat([scores.per_token_loss(model, tokens[i : i + chunk]) for i in range(0, len(tokens), chunk)])
+
+
+BIN = 16
+"""Per-position losses are logged in bins of this many positions (bin ``i``: loss positions ``16 i .. 16 i + 15``)."""
+
+EARLY = range(16, 32)
+"""Loss positions of the ICL score's early term: the predictions of tokens 17-32 of a window (bin 1)."""
+
+LATE = range(240, 255)
+"""Loss positions of the late term: the predictions of tokens 241-255, the last 15 of a 256-token window (bin 15)."""
+
+
+def loss_bins(loss_by_position: torch.Tensor) -> list[float]:
+    """``(seq - 1,)`` mean loss per position -> its means over bins of :data:`BIN` positions (the last bin shorter)."""
+    return [loss_by_position[i : i + BIN].mean().item() for i in range(0, len(loss_by_position), BIN)]
+
+
+def icl_per_window(loss: torch.Tensor) -> torch.Tensor:
+    """Each window's ICL score on natural text: :func:`lib.induction.scores.icl_per_sequence` over the bands
+    :data:`EARLY` and :data:`LATE`.
+
+    Args:
+        loss: ``(..., batch, 255)`` per-token loss of 256-token windows.
+
+    Returns:
+        ``(..., batch)``; negative where the window's later tokens are predicted better.
+    """
+    if loss.ndim < 2 or loss.shape[-1] != LATE.stop:
+        raise ValueError(
+            f"loss must be (..., batch, {LATE.stop}) per-token loss of 256-token windows, got {tuple(loss.shape)}"
+        )
+    return scores.icl_per_sequence(loss, EARLY, LATE)
+
+
+def bootstrap_interval(
+    statistic: Callable[[torch.Tensor], torch.Tensor],
+    per_window: torch.Tensor,
+    level: float = 0.9,
+    samples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """A percentile bootstrap interval of ``statistic`` over windows resampled with replacement.
+
+    Args:
+        statistic: maps ``(..., batch)`` per-window values to ``(...)`` with the window axis reduced (e.g. a mean,
+            or a share of the ICL score removed); it is called once on ``(..., samples, batch)`` resamples.
+        per_window: ``(..., batch)``, e.g. :func:`icl_per_window` of the clean model and of ablations stacked; the
+            same windows are drawn for every leading entry (paired resampling).
+        level: the interval's coverage, in (0, 1).
+
+    Returns:
+        ``(low, high)`` quantiles of the resampled statistic.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    validate.positive_int("samples", samples)
+    batch = per_window.shape[-1]
+    g = torch.Generator().manual_seed(validate.seed(seed))
+    idx = torch.randint(0, batch, (samples, batch), generator=g).to(per_window.device)
+    values = statistic(per_window[..., idx]).flatten().double().cpu()
+    if values.numel() != samples:
+        raise ValueError(f"statistic must return one value per resample ({samples}), got {values.numel()}")
+    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
+    low, high = values.quantile(q).tolist()
+    return low, high
+
+
+COMMON_TOKENS_PATH = DATA / "pystdlib-bpe1024-common256.json"
+"""The 256 most frequent tokens of the training text (BOS excluded), most frequent first: the random-repeat probe
+draws from them. Pinned, not recomputed: five pairs of them are equally frequent, and the training runs (on a GPU)
+ordered three of those pairs the other way round from a stable CPU sort; the file keeps the runs' order
+(``tests/induction/test_natural.py`` checks that it is a most-frequent-first order of the training text's counts)."""
+
+
+@functools.cache
+def _common_tokens() -> tuple[int, ...]:
+    return tuple(json.loads(COMMON_TOKENS_PATH.read_text()))
+
+
+def common_tokens(n: int = 256) -> torch.Tensor:
+    """``(n,) int64``: the ``n <= 256`` most frequent tokens of the training text (:data:`COMMON_TOKENS_PATH`)."""
+    validate.int_at_least("n", n, 1)
+    pinned = _common_tokens()
+    if n > len(pinned):
+        raise ValueError(f"n must be at most {len(pinned)}, got {n}")
+    return torch.tensor(pinned[:n], dtype=torch.int64)
+
+
+def probe_tokens(
+    seq_len: int = 256, device: torch.device | str | None = None, random_repeats: bool = True
+) -> dict[str, torch.Tensor]:
+    """The fixed evaluation batches (seed :data:`lib.core.tokens.EVAL_SEED`), each starting with BOS.
+
+    Returns:
+        ``"text"``: ``(64, seq_len)`` held-out windows; ``"nat_repeat"``: ``(32, 2 h + 1)`` a held-out passage of
+        ``h = (seq_len - 1) // 2`` tokens, then the same passage again; ``"rand_repeat"``: ``(32, 2 h + 1)`` the
+        same for ``h`` tokens drawn from the 256 most common ones (:func:`common_tokens`; left out when
+        ``random_repeats`` is False).
+    """
+    held = held_out_ids()
+    g = torch.Generator().manual_seed(EVAL_SEED)
+    half = (seq_len - 1) // 2
+    text = windows(held, torch.randint(0, len(held) - seq_len, (64,), generator=g), seq_len)
+    passages = windows(held, torch.randint(0, len(held) - half, (32,), generator=g), half + 1)[:, 1:]
+    bos = torch.full((32, 1), BOS, dtype=torch.int64)
+    target = check_device(device)
+    probes = {"text": text.to(target), "nat_repeat": torch.cat([bos, passages, passages], 1).to(target)}
+    if random_repeats:
+        common = common_tokens()
+        randoms = common[torch.randint(0, len(common), (32, half), generator=g)]
+        probes["rand_repeat"] = torch.cat([bos, randoms, randoms], 1).to(target)
+    return probes
+
+
+def repeat_prefix_matching(pattern: torch.Tensor) -> torch.Tensor:
+    """Prefix matching on a repeated batch (BOS, a passage of ``h`` tokens, the passage again).
+
+    The mean attention from each token of the second copy to the token after its first occurrence
+    (query ``q`` -> key ``q - h + 1``), over the second copy and the batch.
+
+    Args:
+        pattern: ``(..., batch, heads, 2 h + 1, 2 h + 1)``.
+
+    Returns:
+        ``(..., heads)``.
+    """
+    seq = pattern.shape[-1]
+    if seq % 2 == 0 or seq < 5:
+        raise ValueError(f"a repeated batch has 2 h + 1 positions (h >= 2), got {seq}")
+    half = (seq - 1) // 2
+    q = torch.arange(half + 1, seq, device=pattern.device)
+    return pattern[..., q, q - half + 1].mean(dim=(-1, -3))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What :func:`measure` finds at a checkpoint, and what ``scripts/train_natural.py`` logs there.
+
+    Attributes:
+        held_loss: mean loss on the held-out windows of the probes.
+        loss_by_pos16: that loss by position, in bins of :data:`BIN` positions (:func:`loss_bins`).
+        nat_repeat_first, nat_repeat_second: the mean loss on the first and on the second copy of a repeated held-out
+            passage (``*_first``: loss positions ``0 .. h - 2``; ``*_second``: positions ``h .. 2 h - 1``, the
+            predictions of the second copy's tokens).
+        nat_repeat_pm: :func:`repeat_prefix_matching` of every head on those passages, ``[layer][head]``.
+        prev_token: the previous-token score of every head on the held-out windows, ``[layer][head]``.
+        rand_repeat_first, rand_repeat_second, rand_repeat_pm: the same on repeated random common tokens (``None``
+            where the probes have none).
+    """
+
+    held_loss: float
+    loss_by_pos16: list[float]
+    nat_repeat_first: float
+    nat_repeat_second: float
+    nat_repeat_pm: list[list[float]]
+    prev_token: list[list[float]]
+    rand_repeat_first: float | None = None
+    rand_repeat_second: float | None = None
+    rand_repeat_pm: list[list[float]] | None = None
+
+
+def measure(model: TransformerBridge, probes: dict[str, torch.Tensor]) -> Measurement:
+    """What ``scripts/train_natural.py`` logs at a checkpoint, on :func:`probe_tokens` (see :class:`Measurement`)."""
+    loss = scores.per_token_loss(model, probes["text"]).mean(0)
+    repeats: dict[str, object] = {}
+    for name in ("nat_repeat", "rand_repeat"):
+        if name not in probes:
+            continue
+        tokens = probes[name]
+        half = (tokens.shape[1] - 1) // 2
+        repeat_loss = scores.per_token_loss(model, tokens).mean(0)
+        repeats[f"{name}_first"] = repeat_loss[: half - 1].mean().item()
+        repeats[f"{name}_second"] = repeat_loss[half:].mean().item()
+        repeats[f"{name}_pm"] = repeat_prefix_matching(scores.attention_patterns(model, tokens)).cpu().tolist()
+    previous = scores.previous_token_score(scores.attention_patterns(model, probes["text"])).cpu().tolist()
+    return Measurement(
+        held_loss=loss.mean().item(),
+        loss_by_pos16=loss_bins(loss.cpu()),
+        prev_token=previous,
+        **repeats,  # type: ignore[arg-type]
+    )
+
+
+def induction_guess(tokens: torch.Tensor) -> torch.Tensor:
+    """What a perfect induction head would predict: at each position, the token that followed the most recent
+    earlier occurrence of the current token.
+
+    Args:
+        tokens: ``(batch, seq)`` token ids.
+
+    Returns:
+        ``(batch, seq) int64``: ``tokens[b, k + 1]`` for the largest ``k < q`` with ``tokens[b, k] == tokens[b, q]``,
+        and ``-1`` where the token at ``q`` has not occurred before in its row.
+    """
+    if tokens.ndim != 2:
+        raise ValueError(f"tokens must be (batch, seq) token ids, got shape {tuple(tokens.shape)}")
+    batch, seq = tokens.shape
+    earlier = torch.ones(seq, seq, dtype=torch.bool, device=tokens.device).tril(-1)  # (q, k): k < q
+    same_token = (tokens[:, :, None] == tokens[:, None, :]) & earlier  # (b, q, k)
+    positions = torch.arange(seq, device=tokens.device).expand(batch, seq, seq)
+    last = torch.where(same_token, positions, -1).amax(-1)  # (b, q): the most recent earlier occurrence
+    following = tokens.gather(1, (last + 1).clamp(max=seq - 1))  # last + 1 <= q: inside the row
+    return torch.where(last >= 0, following, -1).long()
+
+
+def _share_removed(per_window: torch.Tensor) -> torch.Tensor:
+    """``(2, ..., batch)`` per-window ICL scores, intact then ablated -> the share of the score removed ``(...)``."""
+    return 1 - per_window[1].mean(-1) / per_window[0].mean(-1)
+
+
+def share_interval(
+    intact: torch.Tensor, ablated: torch.Tensor, level: float = 0.9, samples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """The book's answer to Exercise 8.4: :func:`bootstrap_interval` of the share of the ICL score removed,
+    ``1 - mean(ablated) / mean(intact)``, resampling the same windows for both (``(batch,)`` each)."""
+    return bootstrap_interval(_share_removed, torch.stack([intact, ablated]), level, samples, seed)

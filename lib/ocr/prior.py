@@ -1,0 +1,304 @@
+"""Prior knowledge (chapter 4): pre-train a language model on a world that follows one rule, then
+fine-tune it on new people who follow the true or the counterfactual rule.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, get_args
+
+import torch
+from torch import Tensor, nn
+
+from lib.core import validate
+from lib.core.train import TrainConfig, model_device, snapshot, train
+from lib.ocr.lm import (
+    TinyLMConfig,
+    _task_texts,
+    encode_sentences,
+    fine_tune,
+    lm_loss,
+    sentence_batches,
+    tiny_gpt2,
+    word_tokenizer,
+)
+from lib.ocr.ranking import CandidateScorer, score_questions, select_forms
+from lib.ocr.relations import PAIRS, RelationPair
+from lib.ocr.sentences import SentenceConfig, SentenceTask, answer_index, build_sentences, mean_rank
+from lib.ocr.split import Split, fictitious_names
+
+if TYPE_CHECKING:  # transformers is imported only when a function needs it (it is slow to import)
+    from transformers import PreTrainedTokenizerFast
+
+
+Init = Literal["pre-trained", "from scratch"]
+"""Where fine-tuning starts: the model pre-trained on the world, or the same initial weights untrained."""
+
+INITS: tuple[Init, ...] = get_args(Init)
+
+
+@dataclass(frozen=True)
+class PriorConfig:
+    """Known and new people for the prior-knowledge experiment (:func:`build_prior`).
+
+    Every rule uses all of its fact values (all 20 cities for the city pairs), so every rule's
+    questions have the same candidates and the same chance level.
+
+    Attributes:
+        n_known: people of the pre-training ("world") text, dealt evenly onto the fact values; each
+            has every fact sentence and every implication sentence under the first rule.
+        n_new: people of the fine-tuning text: the same names, facts and split under every rule.
+        train_fraction: share of each fact value's new people whose implication is in the
+            fine-tuning text (rounded half up, as in :class:`lib.ocr.sentences.SentenceConfig`).
+        rules: relation pairs that differ only in their implication map (same fact values, fact
+            sentences, implication values and questions); exactly one of them has ``link == "causal"``
+            (:attr:`lib.ocr.relations.RelationPair.link`), and the world follows that one (:attr:`world_rule`),
+            wherever it stands in the tuple.
+        seed: names, who is known, fact values and split.
+    """
+
+    n_known: int = 200
+    n_new: int = 100
+    train_fraction: float = 0.2
+    rules: tuple[RelationPair, ...] = tuple(next(p for p in PAIRS if p.link == k) for k in ("causal", "counterfactual"))
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.rules or not all(isinstance(r, RelationPair) for r in self.rules):
+            raise ValueError("rules must be a non-empty tuple of RelationPair")
+        first = self.rules[0]
+        n_values = len(first.fact_values)
+        for rule in self.rules[1:]:
+            same = (
+                set(rule.fact_values) == set(first.fact_values)
+                and {c for _, c in rule.implication_map} == {c for _, c in first.implication_map}
+                and (rule.fact_relation, rule.implication_relation) == (first.fact_relation, first.implication_relation)
+                and (rule.fact_templates, rule.implication_templates, rule.questions)
+                == (first.fact_templates, first.implication_templates, first.questions)
+            )
+            if not same:
+                raise ValueError(
+                    f"rules must differ only in their implication map: {rule.name!r} and {first.name!r} differ "
+                    f"in fact values, implication values, relations, templates or questions"
+                )
+        if len({r.name for r in self.rules}) != len(self.rules):
+            raise ValueError(f"rule names must be distinct, got {[r.name for r in self.rules]}")
+        links = [r.link for r in self.rules]
+        if links.count("causal") != 1:
+            raise ValueError(
+                f"rules must hold exactly one rule with link 'causal' (the rule the world follows), got links {links}"
+            )
+        validate.int_at_least("n_known", self.n_known, 2 * n_values, f"two known people per fact value, {n_values}")
+        validate.positive_int("n_new", self.n_new)
+        validate.fraction("train_fraction", self.train_fraction)
+        validate.seed(self.seed)
+
+    @property
+    def world_rule(self) -> RelationPair:
+        """The rule the known people follow: the one rule of :attr:`rules` whose ``link`` is ``"causal"``."""
+        return next(r for r in self.rules if r.link == "causal")
+
+
+@dataclass(frozen=True)
+class PriorData:
+    """The texts and the tokenizer of one seed of the prior-knowledge experiment.
+
+    Attributes:
+        config: how it was built.
+        world: the known people under ``config.world_rule``; all of their sentences are pre-training text.
+        new: the new people under each rule, in the order of ``config.rules`` (same names, facts and split).
+        tokenizer: a :func:`word_tokenizer` over every text of ``world`` and ``new``.
+    """
+
+    config: PriorConfig
+    world: SentenceTask
+    new: tuple[SentenceTask, ...]
+    tokenizer: PreTrainedTokenizerFast
+
+    @property
+    def rule_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.config.rules)
+
+    def world_sentences(self) -> list[str]:
+        """The pre-training text: every known person's fact and implication sentences."""
+        w = self.world
+        return [s for i in range(len(w.names)) for s in w.fact_sentences(i) + w.implication_sentences(i)]
+
+
+def build_prior(config: PriorConfig = PriorConfig()) -> PriorData:
+    """The known people, the new people under each rule and their tokenizer, deterministically from ``config``.
+
+    Names come from :func:`lib.ocr.split.fictitious_names`: the first ``n_known`` are the known people, the
+    others the new ones, so no new person appears in the pre-training text.
+    """
+    if not isinstance(config, PriorConfig):
+        raise ValueError(f"config must be a PriorConfig, got {type(config).__name__}")
+    c = config
+    names = fictitious_names(c.n_known + c.n_new, c.seed)
+    n_values = len(c.world_rule.fact_values)
+    world = build_sentences(
+        SentenceConfig(c.n_known, n_values, 0.5, (c.world_rule,), tuple(names[: c.n_known]), c.seed)
+    )
+    new = tuple(
+        build_sentences(SentenceConfig(c.n_new, n_values, c.train_fraction, (rule,), tuple(names[c.n_known :]), c.seed))
+        for rule in c.rules
+    )
+    world_text = [s for i in range(c.n_known) for s in world.fact_sentences(i) + world.implication_sentences(i)]
+    tokenizer = word_tokenizer(world_text + [t for task in new for t in _task_texts(task)])
+    return PriorData(c, world, new, tokenizer)
+
+
+def rule_ranks(
+    model: nn.Module,
+    data: PriorData,
+    group: Split = "test",
+    form: int = 0,
+    batch_size: int = 512,
+) -> list[float]:
+    """Mean rank of each rule's answer for the new people of ``group``, from one scoring pass.
+
+    The questions are those of ``data.new[0]`` in question form ``form``; entry ``r`` ranks the
+    implication the person has under ``data.config.rules[r]`` among the same candidates.
+
+    Returns:
+        one mean rank per rule, in the order of ``data.config.rules``.
+    """
+    return _RuleRanker(data, group, form, batch_size)(model)
+
+
+class _RuleRanker:
+    """:func:`rule_ranks` with the questions tokenized once, for evaluations during training."""
+
+    def __init__(self, data: PriorData, group: Split, form: int, batch_size: int) -> None:
+        base = data.new[0]
+        questions = select_forms(base, base.questions(group), [form])
+        self.scorer = CandidateScorer(data.tokenizer, questions, batch_size)
+        self.answers = [
+            [answer_index(q.candidates, task.implication_of[q.subject]) for q in questions] for task in data.new
+        ]
+
+    def __call__(self, model: nn.Module) -> list[float]:
+        scores = self.scorer(model)
+        return [mean_rank(scores, answers) for answers in self.answers]
+
+
+def world_rank(model: nn.Module, data: PriorData, form: int = 0, batch_size: int = 512) -> float:
+    """Mean rank of the known people's own implications (all of them were pre-training text)."""
+    w = data.world
+    questions = select_forms(w, w.questions("train") + w.questions("test"), [form])
+    return mean_rank(score_questions(model, data.tokenizer, questions, batch_size), [q.answer for q in questions])
+
+
+@dataclass(frozen=True)
+class PriorExperiment:
+    """Every setting of the prior-knowledge experiment; :func:`run_prior_knowledge` gives all of them one seed.
+
+    Attributes:
+        data: the known and new people and the rules.
+        model: the tiny model (all arms of a seed start from the same initial weights).
+        pretrain: training on :meth:`PriorData.world_sentences`.
+        fine_tune: training on each rule's :meth:`lib.ocr.sentences.SentenceTask.train_sentences`; held-out ranks
+            are measured at its ``checkpoint_steps`` and after the last step.
+        form: the question form asked (index into the rules' ``questions``; 0: ``"{s} speaks"``).
+    """
+
+    data: PriorConfig = PriorConfig()
+    model: TinyLMConfig = TinyLMConfig(n_layer=1)
+    pretrain: TrainConfig = TrainConfig(steps=400, lr=5e-3, batch_size=32, weight_decay=0.1, desc="pre-training")
+    fine_tune: TrainConfig = TrainConfig(
+        steps=250,
+        lr=5e-3,
+        batch_size=32,
+        weight_decay=0.1,
+        checkpoint_steps=(0, 50, 100, 150, 200),
+        desc="fine-tuning",
+    )
+    form: int = 0
+
+    def __post_init__(self) -> None:
+        for name, kind in (("data", PriorConfig), ("model", TinyLMConfig), ("pretrain", TrainConfig)):
+            if not isinstance(getattr(self, name), kind):
+                raise ValueError(f"{name} must be a {kind.__name__}, got {type(getattr(self, name)).__name__}")
+        if not isinstance(self.fine_tune, TrainConfig):
+            raise ValueError(f"fine_tune must be a TrainConfig, got {type(self.fine_tune).__name__}")
+        validate.index("form", self.form, min(len(r.questions) for r in self.data.rules))
+
+    @property
+    def eval_steps(self) -> tuple[int, ...]:
+        """Fine-tuning steps at which held-out ranks are measured: the checkpoints and the last step."""
+        return tuple(sorted(set(self.fine_tune.checkpoint_steps) | {self.fine_tune.steps}))
+
+
+@dataclass(frozen=True)
+class PriorRun:
+    """One seed of the prior-knowledge experiment.
+
+    Attributes:
+        steps: fine-tuning steps at which held-out ranks were measured (0: before fine-tuning).
+        rules: rule names, in the order of the config's rules.
+        held_out: ``(init, fine-tuned rule)`` -> ``(len(steps), len(rules))`` float: entry ``[t, r]``
+            is the held-out new people's mean rank of their implication under rule ``r`` at step ``steps[t]``.
+        train_after: ``(init, fine-tuned rule)`` -> mean rank of the fine-tuned rule's implication of the
+            new people whose implication was in the fine-tuning text, after fine-tuning.
+        world_after_pretraining: mean rank of the known people's implications after pre-training.
+        world_before_pretraining: the same at initialisation.
+        seconds: wall time of the whole run.
+    """
+
+    steps: tuple[int, ...]
+    rules: tuple[str, ...]
+    held_out: dict[tuple[Init, str], Tensor]
+    train_after: dict[tuple[Init, str], float]
+    world_after_pretraining: float
+    world_before_pretraining: float
+    seconds: float = field(default=0.0, compare=False)
+
+    def rank(self, init: Init, trained: str, answer: str | None = None) -> Tensor:
+        """``(len(steps),)``: held-out mean rank of rule ``answer``'s implication (default: the fine-tuned
+        rule's) along fine-tuning on rule ``trained``, from initialisation ``init``."""
+        validate.one_of("init", init, INITS)
+        validate.one_of("trained", trained, self.rules)
+        answer = trained if answer is None else validate.one_of("answer", answer, self.rules)
+        return self.held_out[init, trained][:, self.rules.index(answer)]
+
+
+def run_prior_knowledge(
+    experiment: PriorExperiment = PriorExperiment(), seed: int = 0, device: torch.device | str | None = None
+) -> PriorRun:
+    """Pre-train once, then fine-tune on every rule from the pre-trained and from the untrained weights.
+
+    ``seed`` replaces the seeds of ``experiment.data`` (people, split), ``model`` (initial weights),
+    ``pretrain`` and ``fine_tune`` (batches). The untrained ("from scratch") arms start from exactly
+    the initial weights that pre-training started from; every arm fine-tunes a copy.
+    """
+    if not isinstance(experiment, PriorExperiment):
+        raise ValueError(f"experiment must be a PriorExperiment, got {type(experiment).__name__}")
+    validate.seed(seed)
+    start = time.perf_counter()
+    e = experiment
+    data = build_prior(dataclasses.replace(e.data, seed=seed))
+    model = tiny_gpt2(data.tokenizer, dataclasses.replace(e.model, seed=seed), device)
+    initial = snapshot(model)
+    world_before = world_rank(model, data, e.form)
+    fine_tune(model, data.tokenizer, data.world_sentences(), dataclasses.replace(e.pretrain, seed=seed))
+    states: dict[Init, dict[str, Tensor]] = {"pre-trained": snapshot(model), "from scratch": initial}
+    world_after = world_rank(model, data, e.form)
+    config = dataclasses.replace(e.fine_tune, seed=seed, checkpoint_steps=e.eval_steps)
+    held_out_ranks, train_ranks = _RuleRanker(data, "test", e.form, 512), _RuleRanker(data, "train", e.form, 512)
+    held_out: dict[tuple[Init, str], Tensor] = {}
+    train_after: dict[tuple[Init, str], float] = {}
+    for init in INITS:
+        for r, task in enumerate(data.new):
+            arm = copy.deepcopy(model)
+            arm.load_state_dict(states[init])
+            ids, mask = encode_sentences(data.tokenizer, task.train_sentences(), model_device(arm))
+            history = train(arm, sentence_batches(ids, mask), lm_loss, config, evaluate=held_out_ranks)
+            name = data.rule_names[r]
+            held_out[init, name] = torch.tensor([history.evals[s] for s in e.eval_steps])
+            train_after[init, name] = train_ranks(arm)[r]
+    return PriorRun(
+        e.eval_steps, data.rule_names, held_out, train_after, world_after, world_before, time.perf_counter() - start
+    )

@@ -1,0 +1,255 @@
+"""The OCR task as the theory's max-margin problem, the same block read off a trained model, and
+Theorem 2 over a grid of (m_train, m_test) (Huang et al. 2025, section 4; chapter 3).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Unpack
+
+import torch
+from torch import Tensor
+
+from lib.core import validate
+from lib.ocr.onelayer import OneLayer
+from lib.ocr.symbolic import SymbolicConfig, SymbolicTask, build_symbolic
+from lib.ocr.theory import SolverOptions, multiclass_margins, solve_max_margin
+
+
+@dataclass(frozen=True)
+class OCRProblem:
+    """The symbolic OCR task reduced to the max-margin problem of the theory.
+
+    As in the paper's analysis, every example is the noise-free sequence ``subject, relation, EOS`` whose
+    answer follows. Rows of the problem's matrix are the candidate answers: the fact values, then the
+    implication values, then every other token of the vocabulary (the model's softmax runs over all of them).
+    Columns are the tokens that occur in the inputs: the subjects, then the relation tokens, then EOS.
+
+    Attributes:
+        row_ids: ``(m,)`` token ids of the rows; col_ids: ``(n,)`` token ids of the columns.
+        train_tokens: ``(N, 3)`` int64 sequences: every fact, then the training implications.
+        train_inputs: ``(N, n)`` 0/1 bag of each training sequence over the columns.
+        train_targets: ``(N,)`` row index of the answer; ``train_answers``: its token id.
+        test_tokens, test_inputs, test_targets, test_answers: the held-out implications.
+        n_facts, n_implications: the first rows are the fact values, the next ones the implication values.
+        n_subjects: the first ``n_subjects`` columns are the subjects (in the task's order).
+        train_subjects, test_subjects: subject indices whose implication is / is not trained.
+    """
+
+    row_ids: Tensor
+    col_ids: Tensor
+    train_tokens: Tensor
+    train_inputs: Tensor
+    train_targets: Tensor
+    train_answers: Tensor
+    test_tokens: Tensor
+    test_inputs: Tensor
+    test_targets: Tensor
+    test_answers: Tensor
+    n_facts: int
+    n_implications: int
+    n_subjects: int
+    train_subjects: Tensor
+    test_subjects: Tensor
+
+    def implication_block(self, W: Tensor) -> Tensor:
+        """The implication x subject block of an answer x input matrix ``(..., m, n)``.
+
+        Returns:
+            ``(..., n_implications, n_subjects)``.
+        """
+        return W[..., self.n_facts : self.n_facts + self.n_implications, : self.n_subjects]
+
+
+def ocr_problem(task: SymbolicTask) -> OCRProblem:
+    """Build the :class:`OCRProblem` of a ``lib.ocr.symbolic.SymbolicTask``."""
+    relations = torch.unique(torch.cat([task.fact_relation_of, task.implication_relation_of]))
+    col_ids = torch.cat([task.subject_ids, relations, torch.tensor([task.eos_id])])
+    answers = torch.cat([task.fact_value_ids, task.implication_value_ids])
+    others = torch.tensor([t for t in range(task.vocab_size) if t not in set(answers.tolist())], dtype=torch.long)
+    row_ids = torch.cat([answers, others])
+    col_of = torch.full((task.vocab_size,), -1, dtype=torch.long)
+    col_of[col_ids] = torch.arange(len(col_ids))
+    row_of = torch.full((task.vocab_size,), -1, dtype=torch.long)
+    row_of[row_ids] = torch.arange(len(row_ids))
+
+    def examples(subjects: Tensor, relation_of: Tensor, answer_of: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        tokens = torch.stack(
+            [task.subject_ids[subjects], relation_of[subjects], torch.full_like(subjects, task.eos_id)], 1
+        )
+        bags = torch.zeros(len(subjects), len(col_ids)).scatter_add(1, col_of[tokens], torch.ones(tokens.shape))
+        return tokens, bags, row_of[answer_of[subjects]], answer_of[subjects]
+
+    everyone = torch.arange(len(task.subject_ids))
+    facts = examples(everyone, task.fact_relation_of, task.fact_of)
+    implications = examples(task.train_subjects, task.implication_relation_of, task.implication_of)
+    train_tokens, train_inputs, train_targets, train_answers = (torch.cat([a, b]) for a, b in zip(facts, implications))
+    test_tokens, test_inputs, test_targets, test_answers = examples(
+        task.test_subjects, task.implication_relation_of, task.implication_of
+    )
+    return OCRProblem(
+        row_ids=row_ids,
+        col_ids=col_ids,
+        train_tokens=train_tokens,
+        train_inputs=train_inputs,
+        train_targets=train_targets,
+        train_answers=train_answers,
+        test_tokens=test_tokens,
+        test_inputs=test_inputs,
+        test_targets=test_targets,
+        test_answers=test_answers,
+        n_facts=len(task.fact_value_ids),
+        n_implications=len(task.implication_value_ids),
+        n_subjects=len(task.subject_ids),
+        train_subjects=task.train_subjects.clone(),
+        test_subjects=task.test_subjects.clone(),
+    )
+
+
+def effective_block(model: OneLayer, problem: OCRProblem, eos_id: int) -> Tensor:
+    """The trained model's answer x input map on the problem's rows and columns: ``(S, m, n)``.
+
+    With linear attention the logit of answer ``a`` is ``sum_t W_KQ[z_t, EOS] * W_OV[a, z_t]``, so column ``z``
+    of the effective map is ``W_OV[:, z]`` scaled by that token's attention score ``W_KQ[z, EOS]``.
+    ``inputs @ block.T`` then gives the model's answer logits on the noise-free sequence (subject, relation, EOS).
+    """
+    with torch.no_grad():
+        ov = model.effective_ov(eos_id).cpu()
+    return ov[:, problem.row_ids][:, :, problem.col_ids]
+
+
+def agreement(a: Tensor, b: Tensor) -> dict[str, float]:
+    """How close two matrices are up to a positive scale (max-margin solutions are defined in direction).
+
+    Returns:
+        ``cosine``: cosine similarity of the flattened matrices; ``relative_error``:
+        ``min_c ||c a - b||_F / ||b||_F`` (``= sqrt(1 - cosine^2)`` for ``cosine > 0``).
+    """
+    a, b = a.double().flatten(), b.double().flatten()
+    cosine = float(a @ b / (a.norm() * b.norm()))
+    scale = float(a @ b / (a @ a))
+    return {"cosine": cosine, "relative_error": float((scale * a - b).norm() / b.norm())}
+
+
+def theorem2_bound(m_train: int, m_test: int) -> float:
+    """Theorem 2's lower bound on (test margin / training margin) of the nuclear-norm solution.
+
+    Args:
+        m_train, m_test: training and held-out subjects per fact value.
+    Returns:
+        ``m_train / (m_train + m_test)``.
+    """
+    validate.positive_int("m_train", m_train)
+    validate.non_negative_int("m_test", m_test)
+    return m_train / (m_train + m_test)
+
+
+def numerical_rank(W: Tensor, rel_tol: float = 1e-3) -> int:
+    """Number of singular values of ``W`` (2-D) above ``rel_tol`` times the largest (0 for a zero matrix)."""
+    validate.positive_number("rel_tol", rel_tol)
+    if W.ndim != 2:
+        raise ValueError(f"W must be a 2-D matrix, got shape {tuple(W.shape)}")
+    s = torch.linalg.svdvals(W.double())
+    return int((s > rel_tol * s[0]).sum()) if len(s) and s[0] > 0 else 0
+
+
+def two_row_nuclear_norm(m_train: int, m_test: int, t: float) -> float:
+    """The nuclear norm of one mapping's two-row block in chapter 3's calculation (scale ``a = 1``).
+
+    Rows ``u = (1, ..., 1)`` (the fact value, on all ``m_train + m_test`` subjects) and
+    ``v = (1, ..., 1, t, ..., t)`` (the implication value: 1 on the ``m_train`` training subjects, ``t`` on the
+    ``m_test`` held-out ones).
+
+    Returns:
+        ``||[u; v]||_*``, the sum of the two singular values of the ``(2, m_train + m_test)`` block.
+    """
+    validate.positive_int("m_train", m_train)
+    validate.positive_int("m_test", m_test)
+    if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t):
+        raise ValueError(f"t must be a finite number, got {t!r}")
+    u = torch.ones(m_train + m_test, dtype=torch.float64)
+    v = torch.cat([torch.ones(m_train, dtype=torch.float64), torch.full((m_test,), float(t), dtype=torch.float64)])
+    return float(torch.linalg.svdvals(torch.stack([u, v])).sum())
+
+
+def held_out_margin_law(m_train: int, m_test: int) -> float:
+    """The held-out margin of the min-nuclear-norm solution (training margin 1), as measured in chapter 3.
+
+    ``min(1, sqrt(m_train / m_test))``: per fact value, the solution stores the implication of a held-out
+    subject at ``t`` times that of a training subject, and the nuclear norm of that two-row block is smallest
+    at ``t = sqrt(m_train / m_test)`` (``t = 1`` when that is larger). Not a theorem of the paper: a law
+    the solver's numbers follow (see :func:`theorem2_grid` and ``bench/ocr_theory.py``).
+    """
+    validate.positive_int("m_train", m_train)
+    validate.positive_int("m_test", m_test)
+    return min(1.0, (m_train / m_test) ** 0.5)
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """The min-nuclear-norm solution of one OCR task with ``m_train`` / ``m_test`` subjects per fact value.
+
+    Attributes:
+        m_train, m_test, n_facts: the task.
+        margin_min, margin_max: smallest and largest held-out multiclass margin (training margin is 1).
+        bound: :func:`theorem2_bound`; law: :func:`held_out_margin_law`.
+        rank: :func:`numerical_rank` of the solution (rows: the ``2 n_facts`` answer values).
+        gap: the solver's relative duality gap; seconds: solver wall time.
+    """
+
+    m_train: int
+    m_test: int
+    n_facts: int
+    margin_min: float
+    margin_max: float
+    bound: float
+    law: float
+    rank: int
+    gap: float
+    seconds: float
+
+
+def theorem2_grid(
+    m_train: Sequence[int], m_test: Sequence[int], *, n_facts: int = 5, seed: int = 0, **solver: Unpack[SolverOptions]
+) -> list[GridPoint]:
+    """Solve the min-nuclear-norm problem of the symbolic OCR task at every ``(m_train, m_test)`` pair.
+
+    Each task has ``n_facts`` fact values, ``m_train + m_test`` subjects per value (``ocr.SymbolicConfig``
+    with ``n_subjects = n_facts * (m_train + m_test)``, ``train_per_fact = m_train``).
+
+    Returns:
+        one :class:`GridPoint` per pair, ``m_train`` varying slowest.
+    """
+    validate.int_at_least("n_facts", n_facts, 2, "a margin needs a competing value")
+    points = []
+    for mt in m_train:
+        for ms in m_test:
+            validate.positive_int("m_train", mt)
+            validate.positive_int("m_test", ms)
+            task = build_symbolic(
+                SymbolicConfig(n_subjects=n_facts * (mt + ms), n_facts=n_facts, train_per_fact=mt, seed=seed)
+            )
+            problem = ocr_problem(task)
+            n_answers = problem.n_facts + problem.n_implications
+            start = time.perf_counter()
+            sol = solve_max_margin(problem.train_inputs, problem.train_targets, n_answers, "nuclear", **solver)
+            seconds = time.perf_counter() - start
+            margins = multiclass_margins(problem.test_inputs @ sol.W.T, problem.test_targets)
+            points.append(
+                GridPoint(
+                    m_train=mt,
+                    m_test=ms,
+                    n_facts=n_facts,
+                    margin_min=float(margins.min()),
+                    margin_max=float(margins.max()),
+                    bound=theorem2_bound(mt, ms),
+                    law=held_out_margin_law(mt, ms),
+                    rank=numerical_rank(sol.W),
+                    gap=sol.gap,
+                    seconds=seconds,
+                )
+            )
+    return points

@@ -1,0 +1,178 @@
+"""Figures of ablation (chapter 7): what removing heads does to in-context learning, at the end and over training."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from lib.show._common import (
+    ICL_SCORE_LABEL,
+    Array,
+    Window,
+    figure_of,
+    finish_axis,
+    finish_figure,
+    new_figure,
+    shade_window,
+    step_edges,
+    to_numpy,
+)
+
+ABLATION_COLOURS = {"full": "tab:red", "pattern-preserving": "tab:blue"}
+"""Colour of each ablation kind in the figures of chapter 7."""
+
+
+def ablation_effects(names: Sequence[str], panels: Mapping[str, Mapping[str, Array]], *, title: str = "") -> Figure:
+    """Grouped bars, one group per ablation and one bar per ablation kind, in stacked panels.
+
+    Args:
+        names: ``n`` ablation labels (e.g. ``"L1H2"``, ``"all of layer 1"``).
+        panels: panel y-label -> kind -> ``(n,)`` values, e.g. ``{"share of ICL score removed": {"full": ..., ...}}``.
+    """
+    fig, axes = new_figure(1, len(panels), width=max(7.0, 0.62 * len(names)), height=2.5, sharex=True)
+    x = np.arange(len(names))
+    for ax, (label, by_kind) in zip(axes[:, 0], panels.items()):
+        width = 0.8 / len(by_kind)
+        for j, (kind, values) in enumerate(by_kind.items()):
+            ax.bar(
+                x - 0.4 + width * (j + 0.5),
+                to_numpy(values),
+                width * 0.92,
+                color=ABLATION_COLOURS.get(kind),
+                label=kind,
+            )
+        ax.axhline(0, color="black", lw=0.8)
+        finish_axis(ax, ylabel=label, label_size=8, grid="y")
+    axes[0, 0].legend(fontsize=8, title="ablation", title_fontsize=8)
+    axes[-1, 0].set_xticks(x, names, fontsize=8, rotation=30, ha="right")
+    return finish_figure(fig, title=title, title_size=11)
+
+
+def ablation_over_training(
+    steps: Array, change: Mapping[str, Array], row_names: Sequence[str], *, window: Window | None = None
+) -> Figure:
+    """Heatmaps, heads (rows) x checkpoints (columns), of how much removing a head raises the ICL score.
+
+    Args:
+        steps: ``(n_checkpoints,)``. change: kind -> ``(n_checkpoints, n_rows)`` ICL score with the head
+            removed minus without (nats; positive = in-context learning lost). One colour scale for all panels.
+        row_names: the ``n_rows`` heads' labels.
+        window: ``(start, end)`` steps of the phase change, marked with dashed lines.
+    """
+    s = to_numpy(steps)
+    grids = {kind: to_numpy(v).T for kind, v in change.items()}
+    vmax = max(float(np.abs(g).max()) for g in grids.values()) or 1.0
+    fig, axes = new_figure(len(grids), 1, width=5.2, height=0.32 * len(row_names) + 1.6)
+    panels: list[Axes] = list(axes[0])
+    for ax, (kind, grid) in zip(panels, grids.items()):
+        im = ax.pcolormesh(
+            step_edges(s, extend=True),
+            np.arange(len(row_names) + 1) - 0.5,
+            grid,
+            cmap="RdBu_r",
+            vmin=-vmax,
+            vmax=vmax,
+            shading="flat",
+        )
+        ax.set_yticks(range(len(row_names)), row_names, fontsize=8)
+        ax.invert_yaxis()
+        if window is not None:
+            for edge in window:
+                ax.axvline(edge, color="black", ls="--", lw=1)
+        finish_axis(ax, xlabel="training step", title=f"{kind} ablation", title_size=10)
+    fig.colorbar(im, ax=panels, label="ICL score change (nats; > 0 = ICL lost)", fraction=0.046, pad=0.04)
+    # one colour bar spans all panels: tight_layout cannot place it, so the default layout stays
+    return finish_figure(fig, title="Removing one head at a time, at every checkpoint", title_size=11, tight=False)
+
+
+def icl_with_heads_removed(
+    steps: Array,
+    curves: Mapping[str, Array],
+    *,
+    window: Window | None = None,
+    styles: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Figure:
+    """The ICL score over training, for the intact model and with groups of heads removed.
+
+    Args:
+        steps: ``(n_checkpoints,)``.
+        curves: label -> ``(n_checkpoints,)`` ICL scores (negative = in-context learning).
+        styles: label -> keyword arguments of ``Axes.plot``.
+    """
+    fig, axes = new_figure(1, 1, width=7.0, height=3.6)
+    ax: Axes = axes[0, 0]
+    x = to_numpy(steps)
+    shade_window(ax, window)
+    ax.axhline(0, color="black", lw=0.8)
+    for label, values in curves.items():
+        ax.plot(x, to_numpy(values), label=label, **(styles or {}).get(label, {}))
+    finish_axis(
+        ax,
+        xlabel="training step",
+        ylabel=ICL_SCORE_LABEL,
+        title="In-context learning with groups of heads removed",
+        title_size=10,
+        legend=True,
+    )
+    return finish_figure(fig)
+
+
+def ablated_loss_along_sequence(
+    clean: Array, ablated: Array, *, period: int | None = None, title: str = "", ax: Axes | None = None
+) -> Figure:
+    """Per-token loss along one sequence, intact and with a head removed; the gap between them shaded.
+
+    Args:
+        clean, ablated: ``(seq - 1,)`` per-token losses (entry ``p`` predicts token ``p + 1``).
+        period: the sequence's repeat period; a line marks where the current token has been seen before.
+        ax: draw into this panel of an existing figure instead of a new figure.
+    """
+    c, a = to_numpy(clean), to_numpy(ablated)
+    if ax is None:
+        fig, axes = new_figure(1, 1, width=7.0, height=3.2)
+        ax = axes[0, 0]
+    else:
+        fig = figure_of(ax)
+    x = np.arange(1, len(c) + 1)
+    ax.fill_between(x, c, a, where=a >= c, color="tab:red", alpha=0.25, label="loss added by the ablation")
+    ax.fill_between(x, c, a, where=a < c, color="tab:green", alpha=0.25, label="loss removed by the ablation")
+    ax.plot(x, c, color="black", lw=1.2, marker="o", ms=2.5, label="intact")
+    ax.plot(x, a, color="tab:red", lw=1.2, marker="o", ms=2.5, label="head removed")
+    if period is not None:
+        ax.axvline(period + 1.5, color="tab:green", ls="--", lw=1, label="current token seen before")
+    finish_axis(
+        ax,
+        xlabel="position of the predicted token",
+        ylabel="loss (nats)",
+        title=title,
+        title_size=9,
+        legend=True,
+        legend_size=7,
+        legend_loc="upper right",
+    )
+    return fig
+
+
+def ablated_loss_grid(
+    panels: Sequence[tuple[Array, Array, str]], *, period: int | None = None, ncols: int = 2
+) -> Figure:
+    """Several :func:`ablated_loss_along_sequence` panels (clean, ablated, title) in a grid, one legend.
+
+    The explorer's static twin.
+    """
+    nrows = -(-len(panels) // ncols)
+    fig, axes = new_figure(ncols, nrows, width=5.0, height=2.8, sharey=True)
+    cells: list[Axes] = list(axes.flat)
+    for ax, (clean, ablated, title) in zip(cells, panels):
+        ablated_loss_along_sequence(clean, ablated, period=period, title=title, ax=ax)
+    for ax in cells[len(panels) :]:
+        ax.set_visible(False)
+    for ax in cells[1:]:
+        legend = ax.get_legend()
+        if legend is not None:
+            legend.remove()
+    return finish_figure(fig)

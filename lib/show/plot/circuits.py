@@ -1,0 +1,84 @@
+"""Figures of an induction circuit's weights (chapter 5): token-to-token matrices and composition scores."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from lib.show._common import (
+    Array,
+    finish_axis,
+    finish_figure,
+    new_figure,
+    signed_heatmap,
+    to_numpy,
+)
+
+
+def circuit_matrices(
+    matrices: Mapping[str, Array],
+    *,
+    title: str = "",
+    xlabels: Mapping[str, str] | None = None,
+    ylabels: Mapping[str, str] | None = None,
+) -> Figure:
+    """Signed heatmaps of a few circuit matrices side by side (e.g. a head's QK and OV circuits).
+
+    Args:
+        matrices: panel title -> 2-D array. xlabels, ylabels: panel title -> axis label.
+    """
+    fig, axes = new_figure(len(matrices), 1, width=4.2, height=3.8)
+    for ax, (name, m) in zip(axes[0], matrices.items()):
+        signed_heatmap(ax, m, title=name, xlabel=(xlabels or {}).get(name, ""), ylabel=(ylabels or {}).get(name, ""))
+    return finish_figure(fig, title=title, title_size=11)
+
+
+def composition_score_grid(
+    scores: Mapping[str, Array],
+    baseline: Mapping[str, Array],
+    *,
+    row_names: Sequence[str] | None = None,
+    column_names: Sequence[str] | None = None,
+    row_label: str = "layer-0 head (writes)",
+    column_label: str = "layer-1 head (reads)",
+) -> Figure:
+    """Composition scores between two layers' heads, one panel per kind, coloured against a random baseline.
+
+    Each cell is annotated with its score; the colour is centred at the mean of the random baseline, so red
+    cells compose more than random heads do and blue cells less.
+
+    Args:
+        scores: kind (e.g. ``"Q"``, ``"K"``, ``"V"``; at most three) -> ``(source heads, target heads)``.
+        baseline: kind -> the same scores on random models (any shape; mean and standard deviation are shown).
+        row_names, column_names: tick labels (default: the head index).
+    """
+    from matplotlib.colors import TwoSlopeNorm
+
+    values = {kind: to_numpy(s) for kind, s in scores.items()}
+    random = {kind: to_numpy(baseline[kind]).ravel() for kind in values}
+    low = min(min(float(v.min()), float(random[k].min())) for k, v in values.items())
+    high = max(max(float(v.max()), float(random[k].max())) for k, v in values.items())
+    fig, axes = new_figure(len(values), 1, width=3.0, height=3.1)
+    for ax, (kind, v) in zip(axes[0], values.items()):
+        mean, sd = float(random[kind].mean()), float(random[kind].std())
+        norm = TwoSlopeNorm(mean, min(low, mean - 1e-6), max(high, mean + 1e-6))
+        im = ax.imshow(v, cmap="RdBu_r", norm=norm, interpolation="nearest")
+        for (i, j), x in np.ndenumerate(v):
+            dark = abs(float(norm(x)) - 0.5) > 0.3  # white text on the saturated ends of the colour map
+            ax.text(j, i, f"{x:.2f}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
+        rows, cols = v.shape
+        ax.set_yticks(range(rows), list(row_names) if row_names is not None else [str(i) for i in range(rows)])
+        ax.set_xticks(range(cols), list(column_names) if column_names is not None else [str(j) for j in range(cols)])
+        ax.tick_params(labelsize=7)
+        finish_axis(
+            ax,
+            xlabel=column_label,
+            ylabel=row_label,
+            title=f"{kind}-composition\nrandom {mean:.3f} ± {sd:.3f}",
+            title_size=9,
+            label_size=8,
+        )
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04).ax.tick_params(labelsize=7)
+    return finish_figure(fig, title="Composition scores (colour centred at the random mean)", title_size=10)

@@ -1,0 +1,142 @@
+"""Figures of out-of-context reasoning in language models (chapter 4): mean ranks per relation pair and over
+fine-tuning."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from lib.show._common import (
+    Array,
+    band,
+    finish_axis,
+    finish_figure,
+    new_figure,
+    to_numpy,
+)
+
+
+def ocr_mean_rank(
+    runs: Mapping[str, Mapping[str, Array]],
+    chance: Mapping[str, float],
+    *,
+    reference: Mapping[str, Sequence[float]] | None = None,
+    reference_title: str = "as reported",
+    title: str = "Mean rank of the correct implication, held-out subjects",
+) -> Figure:
+    """Mean rank per relation pair: a group of bars per pair, one bar per run (e.g. before / after fine-tuning).
+
+    Args:
+        runs: run label -> (pair name -> one mean rank per seed). Every run names the same pairs.
+        chance: pair name -> mean rank of a random ordering, ``(k - 1) / 2``; drawn as a dashed line.
+        reference: optional second panel, e.g. published results: model name -> one mean rank per pair
+            (in the order of ``runs``' pairs), drawn on the same scale.
+        reference_title: title of the second panel.
+
+    A bar is the mean over seeds, its whisker spans the lowest to the highest seed, dots are single seeds.
+    Lower is better; 0 means the correct answer is always ranked first.
+    """
+    if not runs:
+        raise ValueError("runs is empty: nothing to plot")
+    pairs = list(next(iter(runs.values())))
+    if any(list(r) != pairs for r in runs.values()) or not set(pairs) <= set(chance):
+        raise ValueError(f"every run and chance must name the same pairs {pairs}")
+    if reference is not None and any(len(v) != len(pairs) for v in reference.values()):
+        raise ValueError(f"every reference row needs one value per pair ({len(pairs)})")
+    fig, axes = new_figure(
+        ncols=1 if reference is None else 2, width=max(6.0, 1.5 * len(pairs)), height=4.0, sharey=True
+    )
+    labels = [p.replace(" -> ", " →\n").replace(" (", "\n(") for p in pairs]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    x = np.arange(len(pairs))
+    ax: Axes = axes[0, 0]
+    width = 0.8 / len(runs)
+    for j, (label, ranks) in enumerate(runs.items()):
+        values = [to_numpy(ranks[p]) for p in pairs]
+        means = np.array([v.mean() for v in values])
+        low = means - np.array([v.min() for v in values])
+        high = np.array([v.max() for v in values]) - means
+        offset = x - 0.4 + width * (j + 0.5)
+        ax.bar(offset, means, width * 0.9, color=colours[j % len(colours)], label=label, yerr=[low, high], capsize=3)
+        for xi, v in zip(offset, values):
+            ax.scatter(np.full(len(v), xi), v, s=10, color="black", zorder=3)
+    ax.hlines(
+        [chance[p] for p in pairs],
+        x - 0.45,
+        x + 0.45,
+        colors="black",
+        linestyles="dashed",
+        zorder=4,
+        label="chance (random order)",
+    )
+    ax.set_xticks(x, labels, fontsize=8)
+    finish_axis(ax, ylabel="mean rank (0 = best)", title=title, title_size=10, legend=True)
+    if reference is not None:
+        ax = axes[0, 1]
+        width = 0.8 / len(reference)
+        for j, (label, reported) in enumerate(reference.items()):
+            ax.bar(
+                x - 0.4 + width * (j + 0.5),
+                reported,
+                width * 0.9,
+                color=colours[(j + len(runs)) % len(colours)],
+                label=label,
+            )
+        ax.set_xticks(x, labels, fontsize=8)
+        finish_axis(ax, title=reference_title, title_size=10, legend=True)
+    return finish_figure(fig)
+
+
+def ocr_rank_curves(
+    steps: Array,
+    panels: Mapping[str, Mapping[str, Array]],
+    chance: float,
+    *,
+    xlabel: str = "fine-tuning step",
+    title: str | None = None,
+) -> Figure:
+    """Mean rank along training, one panel per question asked (e.g. which rule's answer is ranked).
+
+    Args:
+        steps: ``(K,)`` steps at which the ranks were measured.
+        panels: panel title -> (line label -> ``(S, K)`` mean ranks of ``S`` seeds). A label keeps its
+            colour in every panel.
+        chance: mean rank of a random ordering, ``(k - 1) / 2``; drawn as a dashed line in every panel.
+        title: figure title (optional).
+
+    A line is the mean over seeds, its band spans the lowest to the highest seed. At most three panels.
+    """
+    if not panels or len(panels) > 3:
+        raise ValueError(f"panels must hold 1 to 3 panels, got {len(panels)}")
+    x = to_numpy(steps)
+    labels = list(dict.fromkeys(label for lines in panels.values() for label in lines))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour_of = {label: colours[i % len(colours)] for i, label in enumerate(labels)}
+    fig, axes = new_figure(ncols=len(panels), width=4.6, height=3.8, sharey=True)
+    for ax, (panel, lines) in zip(axes[0], panels.items()):
+        if not lines:
+            raise ValueError(f"panel {panel!r} has no lines")
+        for label, ranks in lines.items():
+            values = to_numpy(ranks)
+            if values.ndim != 2 or values.shape[1] != len(x):
+                raise ValueError(f"{label!r} in {panel!r}: expected (seeds, {len(x)}) ranks, got {values.shape}")
+            band(ax, x, values, colour_of[label], label)
+        ax.axhline(chance, color="black", ls="--", lw=1, label="chance (random order)")
+        finish_axis(ax, xlabel=xlabel, title=panel, title_size=10)
+    axes[0, 0].set_ylabel("held-out mean rank (0 = best)")
+    # one legend for all panels, below them: a label has the same colour everywhere
+    handles: dict[str, Artist] = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    ncol = min(3, len(handles))
+    rows = -(-len(handles) // ncol)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    finish_figure(fig, title=title or "", title_size=11, tight=False)
+    fig.tight_layout(rect=(0, 0.02 + 0.05 * rows, 1, 1))
+    return fig

@@ -1,0 +1,102 @@
+"""Figures of smeared keys (chapter 6): the arms' losses over training and what each head puts in its keys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from lib.core.heads import head_name
+from lib.show._common import Array, band, finish_axis, finish_figure, new_figure, to_numpy
+
+SMEAR_ARM_COLOURS = {
+    "1 layer": "tab:red",
+    "1 layer, smeared": "tab:orange",
+    "2 layers": "tab:blue",
+    "2 layers, smeared": "tab:green",
+}
+"""Colour of each arm in the figures of chapter 6."""
+
+
+def arm_loss_curves(
+    steps: Array | Mapping[str, Array],
+    curves: Mapping[str, Array],
+    *,
+    threshold: float | None = None,
+    phase_steps: Mapping[str, Sequence[int | None]] | None = None,
+    vocab: int | None = None,
+    title: str = "Loss on repeated tokens, mean and range over seeds",
+) -> Figure:
+    """Several arms' losses over training: mean line and min-max band over seeds, with phase-change marks.
+
+    Args:
+        steps: ``(K,)`` checkpoint steps, or arm name -> ``(K_arm,)`` when the arms ran for different lengths.
+        curves: arm name -> ``(S, K)`` losses of ``S`` seeds.
+        threshold: the loss that defines the phase change (horizontal line).
+        phase_steps: arm name -> list of each seed's phase-change step (``None`` = never); the mean is
+            marked with a vertical line in the arm's colour.
+        vocab: the number of tokens a guess is spread over; draws the chance level ``log(vocab)``.
+    """
+    fig, axes = new_figure(1, 1, width=7.2, height=4.0)
+    ax: Axes = axes[0, 0]
+    for arm, values in curves.items():
+        colour = SMEAR_ARM_COLOURS.get(arm)
+        x = to_numpy(steps[arm] if isinstance(steps, Mapping) else steps)
+        band(ax, x, values, colour, arm, ls="--" if "smeared" not in arm else "-")
+        reached = [s for s in (phase_steps or {}).get(arm, []) if s is not None]
+        if reached:
+            ax.axvline(float(np.mean(reached)), color=colour, lw=1, ls=":")
+    if threshold is not None:
+        ax.axhline(threshold, color="black", lw=0.8, ls="-.", label=f"phase-change threshold ({threshold:g} nat)")
+    if vocab is not None:
+        ax.axhline(np.log(vocab), color="grey", lw=0.8, ls=":", label=f"chance, log {vocab}")
+    finish_axis(
+        ax,
+        xlabel="training step (dotted verticals: mean phase-change step)",
+        ylabel="loss on repeated tokens (nats)",
+        title=title,
+        title_size=10,
+        legend=True,
+        legend_loc="lower left",
+    )
+    return finish_figure(fig)
+
+
+def smear_sigma_over_training(
+    steps: Array,
+    sigma: Array,
+    *,
+    highlight: Iterable[Sequence[int]] | None = None,
+    mark: int | None = None,
+    title: str = "",
+) -> Figure:
+    """The learned weight of the current key, ``sigmoid(alpha)``, of every head over training; one panel per layer.
+
+    Args:
+        steps: ``(K,)`` checkpoint steps. sigma: ``(K, layers, heads)``.
+        highlight: ``(layer, head)`` pairs drawn thick (e.g. the induction heads).
+        mark: a step to mark with a vertical line (e.g. the phase change).
+    """
+    s = to_numpy(sigma)
+    _, layers, heads = s.shape
+    fig, axes = new_figure(layers, 1, width=4.4, height=3.4, sharey=True)
+    x = to_numpy(steps)
+    strong = set(map(tuple, highlight or []))
+    for layer, ax in enumerate(axes[0]):
+        ax.axhline(0.5, color="grey", lw=0.8, ls=":", label="start, 0.5")
+        if mark is not None:
+            ax.axvline(mark, color="black", lw=0.8, ls="-.", label=f"phase change (step {mark})")
+        for h in range(heads):
+            thick = (layer, h) in strong
+            ax.plot(
+                x,
+                s[:, layer, h],
+                lw=2.2 if thick else 1.0,
+                label=head_name((layer, h)) + (" (induction)" if thick else ""),
+            )
+        ax.set_ylim(0, 1)
+        finish_axis(ax, xlabel="training step", title=f"layer {layer}", title_size=9, legend=True, legend_size=7)
+    axes[0, 0].set_ylabel("σ(α): weight of the current key\n(1 = plain key, 0 = previous key)")
+    return finish_figure(fig, title=title or "What each head learns to put in its keys", title_size=10)

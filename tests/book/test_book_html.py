@@ -1,0 +1,155 @@
+"""The built book (when present): one page per toc entry, no notebook error output, and code that fits the page."""
+
+import re
+
+import pytest
+import yaml
+from bookfiles import ROOT, resolve, toc_files
+from bs4 import BeautifulSoup
+
+HTML = ROOT / "_build" / "html"
+# Checks of `make book`'s output: `make book` runs them right after building (marker built_book).
+pytestmark = [
+    pytest.mark.built_book,
+    pytest.mark.skipif(not (HTML / "index.html").is_file(), reason="book not built; run `make book`"),
+]
+
+ERROR_MARKERS = ("Traceback (most recent call last)", "output traceback")
+
+
+def pages():
+    return [HTML / resolve(entry).relative_to(ROOT).with_suffix(".html") for entry in toc_files()]
+
+
+def test_one_page_per_toc_entry():
+    missing = [str(p.relative_to(HTML)) for p in pages() if not p.is_file()]
+    assert not missing, f"toc entries without a built page: {missing}"
+
+
+def test_no_error_output_in_pages():
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        found = [m for m in ERROR_MARKERS if m in text]
+        assert not found, f"{page.name} shows notebook error output ({found})"
+
+
+# The rendered book's code column holds about 80 characters; a longer line is cut at the right edge.
+CODE_COLUMN = 79
+
+
+def long_lines(page, selector: str) -> list[str]:
+    """Lines longer than the code column in the ``pre`` blocks under ``selector`` on a built page."""
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    return [
+        line
+        for block in soup.select(f"{selector} pre")
+        for line in block.get_text().splitlines()
+        if len(line.rstrip()) > CODE_COLUMN
+    ]
+
+
+@pytest.mark.parametrize("selector", ["div.cell_input", "div.cell_output"], ids=["code", "printed output"])
+def test_code_and_printed_output_fit_the_code_column(selector):
+    too_long = {page.name: lines for page in pages() if (lines := long_lines(page, selector))}
+    assert not too_long, f"lines over {CODE_COLUMN} characters (cut off on the page): {too_long}"
+
+
+def soup_of(page) -> BeautifulSoup:
+    return BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+
+
+def main_of(page) -> BeautifulSoup:
+    soup = soup_of(page)
+    return soup.select_one("main") or soup
+
+
+CHAPTER_PAGES = sorted((HTML / "chapters").glob("0[0-9]_*.html"))
+REFERENCES = HTML / "chapters" / "references.html"
+GLOSSARY = HTML / "chapters" / "glossary.html"
+
+
+def test_sidebar_numbers_the_chapters_with_the_toc_titles():
+    """The sidebar reads '1. Building the data' ... '8. Natural text', the titles of _toc.yml (= the chapter map's)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    titles = [entry["title"] for part in toc["parts"] if part.get("numbered") for entry in part["chapters"]]
+    links = [
+        a.get_text(" ", strip=True) for a in soup_of(HTML / "chapters" / "00_start_here.html").select("nav.bd-links a")
+    ]
+    numbered = [text for text in links if re.match(r"\d+\. ", text)]
+    assert numbered == [f"{k}. {title}" for k, title in enumerate(titles, start=1)], links
+
+
+def bib_urls() -> dict[str, str]:
+    """Each references.bib entry's key -> its url field."""
+    text = (ROOT / "references.bib").read_text()
+    entries = re.findall(r"@\w+\{(\w+),(.*?)\n\}", text, flags=re.S)
+    return {key: re.search(r"\burl\s*=\s*\{([^}]*)\}", body).group(1) for key, body in entries}
+
+
+def test_bibliography_page_links_every_paper():
+    urls = bib_urls()
+    assert {"huang2025ocr", "olsson2022induction", "elhage2021framework"} <= set(urls)
+    hrefs = {a["href"] for a in main_of(REFERENCES).select("a.reference.external")}
+    missing = [key for key, url in urls.items() if url not in hrefs]
+    assert not missing, f"entries of references.bib without their link on the References page: {missing}"
+
+
+def test_citations_resolve_to_the_bibliography():
+    """Every chapter cites at least one paper; each citation is a link to an entry of the References page."""
+    entries = {div["id"] for div in main_of(REFERENCES).select("div.citation[id]")}
+    assert len(entries) == len(bib_urls()), "the References page must list every entry of references.bib"
+    for page in CHAPTER_PAGES:
+        main = main_of(page)
+        targets = [a["href"].split("#")[1] for a in main.select('a[href^="references.html#"]')]
+        assert targets, f"{page.name} cites no paper"
+        unresolved = [t for t in targets if t not in entries]
+        assert not unresolved, f"{page.name}: citations pointing at no bibliography entry: {unresolved}"
+        assert "{cite" not in main.get_text(), f"{page.name} shows a raw {{cite}} role"
+
+
+def test_glossary_terms_are_linked_from_every_chapter():
+    terms = {dt["id"] for dt in main_of(GLOSSARY).select("dl.glossary dt[id]")}
+    expected = ["residual stream", "qk circuit", "ov circuit", "k-composition", "nuclear norm", "frobenius norm",
+                "margin", "icl score", "prefix matching", "copying score", "previous-token head", "induction head",
+                "phase change", "smeared keys", "out-of-context reasoning", "factorized output-value map",
+                "merged output-value map", "full ablation", "pattern-preserving ablation"]  # fmt: skip
+    missing = [t for t in expected if f"term-{t.replace(' ', '-')}" not in {t.lower() for t in terms}]
+    assert not missing, f"glossary lacks {missing}"
+    for page in CHAPTER_PAGES:
+        main = main_of(page)
+        targets = [a["href"].split("#")[1] for a in main.select('a[href^="glossary.html#"]')]
+        assert targets, f"{page.name} links no glossary term"
+        unresolved = [t for t in targets if t not in terms]
+        assert not unresolved, f"{page.name}: term links to no glossary entry: {unresolved}"
+        assert "{term}" not in main.get_text(), f"{page.name} shows a raw {{term}} role"
+
+
+def test_performance_page_shows_the_bench_figures_and_grouped_tables():
+    main = main_of(HTML / "chapters" / "performance.html")
+    sources = [img["src"] for img in main.select("img")]
+    assert any("chapter_times" in s for s in sources) and any("time_to_phase_change" in s for s in sources), sources
+    assert all((HTML / "chapters" / s).resolve().is_file() for s in sources), "a figure of the page is missing"
+    headings = [h.get_text(" ", strip=True).rstrip("#").strip() for h in main.select("h2, h3")]
+    assert "Chapters" in headings and "Training benchmarks" in headings, headings
+
+
+# Figures are made at most 8 inches wide (lib.show._common.MAX_WIDTH, 800 px at 100 dpi) plus the crop's padding;
+# shown in the ~690 px column they shrink by at most ~0.8, so their text stays readable.
+MAX_FIGURE_PX = 850
+
+
+def png_width(path) -> int:
+    """Pixel width of a PNG file, from its header."""
+    return int.from_bytes(path.read_bytes()[16:20], "big")
+
+
+def test_figures_fit_the_page_column():
+    widths = {
+        f"{page.name}: {img['src']}": png_width((page.parent / img["src"]).resolve())
+        for page in CHAPTER_PAGES
+        for img in main_of(page).select("img")
+        if img["src"].endswith(".png")
+    }
+    assert widths, "no figures found"
+    too_wide = {name: w for name, w in widths.items() if w > MAX_FIGURE_PX}
+    assert not too_wide, f"figures wider than {MAX_FIGURE_PX} px: {too_wide}"

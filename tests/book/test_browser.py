@@ -1,0 +1,215 @@
+"""Open every chapter page of the built book in headless Chromium, as a reader would.
+
+Checks that each page renders without JavaScript errors from the book's own scripts, shows at least as many
+figures as its executed notebook produced, typesets its math offline, and has no code, printed output or table
+wider than its column; saves a screenshot of each page under ``_build/screenshots/``. On the pages with interactive
+figures (lib.show.interactive), plotly.js comes from the book itself and each figure redraws when its slider moves.
+Debian's chromium is installed when missing (as root, with apt-get); where that is impossible the test is skipped
+and says why. Runs after ``make book`` (which calls it).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from bookfiles import ROOT, resolve, toc_files
+
+HTML = ROOT / "_build" / "html"
+EXECUTED = ROOT / "_build" / "jupyter_execute"
+SHOTS = ROOT / "_build" / "screenshots"
+# Without these flags Chromium keeps retrying network connections on this offline machine.
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+# Checks of `make book`'s output: `make book` runs them right after building (marker built_book).
+pytestmark = [
+    pytest.mark.built_book,
+    pytest.mark.skipif(not (HTML / "index.html").is_file(), reason="book not built; run `make book`"),
+]
+
+
+def chromium_path() -> str:
+    """Path of Debian's chromium, installing it when missing; skips the test where that cannot be done."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip(
+            "Chromium is not installed and cannot be installed here (needs root and apt-get): "
+            "install Debian's `chromium` package to run the browser test"
+        )
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            pytest.skip(f"could not install Chromium with {' '.join(cmd)}: {done.stderr.strip()[-300:]}")
+    return shutil.which("chromium")
+
+
+@pytest.fixture(scope="module")
+def server():
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    executable = chromium_path()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (see requirements.txt)")
+    with sync_api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),  # a fresh user-data dir
+            executable_path=executable,
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 900},
+        )
+        yield context
+        context.close()
+
+
+def expected_figures(page_path: Path) -> int:
+    """Image outputs of the executed notebook behind a page (0 for a markdown page)."""
+    executed = EXECUTED / page_path.relative_to(HTML).with_suffix(".ipynb")
+    if not executed.is_file():
+        return 0
+    nb = json.loads(executed.read_text())
+    return sum(
+        1
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+        for o in c.get("outputs", [])
+        if "image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {})
+    )
+
+
+# Code and output blocks that scroll sideways, and printed tables wider than their cell: a reader at the
+# test's 1280-pixel window sees them cut at the column's right edge (79 characters with _static/code-column.css).
+OVERFLOWING = """() => {
+  document.querySelectorAll("details").forEach((d) => { d.open = true; });  // collapsed solutions too
+  const blocks = [...document.querySelectorAll("div.cell_input pre, div.cell_output pre")]
+    .filter((e) => e.scrollWidth > e.clientWidth + 1);
+  const tables = [...document.querySelectorAll("div.cell_output table")]
+    .filter((t) => t.getBoundingClientRect().width > t.closest("div.cell_output").clientWidth + 1);
+  return [...blocks, ...tables].map((e) => e.innerText.split("\\n")[0].slice(0, 60));
+}"""
+
+# Math on the page (Sphinx's span.math / div.math) left untypeset once MathJax, served with the book by
+# sphinx-mathjax-offline, has finished: empty on a page whose math rendered.
+UNTYPESET_MATH = """async () => {
+  const math = () => [...document.querySelectorAll("span.math, div.math")];
+  if (math().length && window.MathJax && MathJax.startup) await MathJax.startup.promise;
+  return math().filter((e) => !e.querySelector("mjx-container")).map((e) => e.textContent.slice(0, 40));
+}"""
+
+PAGES = [resolve(e).relative_to(ROOT).with_suffix(".html") for e in toc_files()]
+
+
+@pytest.mark.parametrize("rel", PAGES, ids=[p.stem for p in PAGES])
+def test_page_renders_cleanly(rel, server, browser):
+    page = browser.new_page()
+    own_errors: list[str] = []
+    host = urlparse(server).netloc
+
+    def is_own(url: str) -> bool:
+        return urlparse(url).netloc in ("", host)
+
+    # The machine is offline: answer requests for other hosts at once instead of letting them time out.
+    page.route("**/*", lambda route: route.continue_() if is_own(route.request.url) else route.abort())
+    page.on("pageerror", lambda err: own_errors.append(f"uncaught: {err}"))
+    page.on(
+        "console",
+        lambda msg: (
+            own_errors.append(f"console: {msg.text} ({msg.location.get('url')})")
+            if msg.type == "error" and is_own(msg.location.get("url", "")) and "Failed to load resource" not in msg.text
+            else None
+        ),
+    )
+    response = page.goto(f"{server}/{rel.as_posix()}", wait_until="load")
+    assert response is not None and response.ok, f"{rel}: HTTP {response.status if response else 'no response'}"
+    page.wait_for_timeout(300)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{rel.stem}.png"), full_page=True)
+    figures = page.locator("div.cell_output img").count()
+    raw_math = page.evaluate(UNTYPESET_MATH)
+    cut_off = page.evaluate(OVERFLOWING)
+    page.close()
+    assert not own_errors, f"{rel}: JavaScript errors from the book's own scripts: {own_errors}"
+    want = expected_figures(HTML / rel)
+    assert figures >= want, f"{rel}: page shows {figures} figures, its notebook produced {want}"
+    assert not raw_math, f"{rel}: math shown as raw TeX (MathJax did not typeset it offline): {raw_math[:5]}"
+    assert not cut_off, f"{rel}: code, printed output or tables wider than the page's column (cut off): {cut_off}"
+
+
+# Interactive figures (lib.show.interactive): plotly figures that the reader's browser draws from data in the page, with
+# plotly.js served by the book itself (lib.show.interactive's Sphinx hook writes it into _static/).
+FIGURE_PAGES = [
+    rel for rel in PAGES if (HTML / rel).is_file() and "plotly-graph-div" in (HTML / rel).read_text(encoding="utf-8")
+]
+ALL_DRAWN = """() => window.Plotly && [...document.querySelectorAll("div.plotly-graph-div")]
+  .every((e) => e.querySelector(".main-svg"))"""
+# What a figure shows at the step its slider is on: its heatmap images and line paths.
+DRAWN = """(el) => [...el.querySelectorAll(".heatmaplayer image, .scatterlayer path.js-line")]
+  .map((e) => e.getAttribute("href") || e.getAttribute("d")).join("|")"""
+
+
+def test_the_book_has_interactive_figures():
+    assert len(FIGURE_PAGES) >= 3, f"pages with an interactive figure: {[p.stem for p in FIGURE_PAGES]}"
+
+
+@pytest.mark.parametrize("rel", FIGURE_PAGES, ids=[p.stem for p in FIGURE_PAGES])
+def test_interactive_figures_work_offline_and_follow_their_slider(rel, server, browser):
+    text = (HTML / rel).read_text(encoding="utf-8")
+    remote = re.findall(r"https?://[^\"' )]*plot[^\"' )]*", text, flags=re.IGNORECASE)
+    assert not remote, f"{rel}: plotly referenced from outside the book: {remote[:3]}"
+    assert (HTML / "_static" / "plotly.min.js").is_file(), "plotly.js not written into the book's _static/"
+    page = browser.new_page()
+    host = urlparse(server).netloc
+    page.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).netloc == host else route.abort())
+    page.goto(f"{server}/{rel.as_posix()}", wait_until="load")
+    figures = page.locator("div.plotly-graph-div")
+    page.wait_for_function(ALL_DRAWN, timeout=20_000)
+    moved = []
+    for i in range(figures.count()):
+        figure = figures.nth(i)
+        last = figure.evaluate("(el) => el._fullLayout.sliders[0].active")
+        before = figure.evaluate(DRAWN)
+        rail = figure.locator("rect.slider-rail-touch-rect")
+        rail.scroll_into_view_if_needed()
+        box = rail.bounding_box()
+        page.mouse.click(box["x"] + 8, box["y"] + box["height"] / 2)  # the slider's first step
+        page.wait_for_function(
+            "(el) => el._fullLayout.sliders[0].active === 0", arg=figure.element_handle(), timeout=10_000
+        )
+        page.wait_for_timeout(300)
+        after = figure.evaluate(DRAWN)
+        moved.append((last, bool(before) and before != after))
+    page.close()
+    assert moved, f"{rel}: no interactive figure drawn"
+    assert all(last > 0 and changed for last, changed in moved), (
+        f"{rel}: (slider's starting step, figure changed when it moved to the first step) per figure: {moved}"
+    )

@@ -1,0 +1,167 @@
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from lib.core import device
+
+
+def test_auto_picks_best_available(monkeypatch):
+    monkeypatch.delenv(device.DEVICE_ENV, raising=False)
+    assert device.pick_device().type == device.available_devices()[0]
+    assert device.pick_device("auto").type == device.available_devices()[0]
+
+
+def test_cpu_always_available():
+    assert device.pick_device("CPU") == torch.device("cpu")
+
+
+def test_environment_override(monkeypatch):
+    monkeypatch.setenv(device.DEVICE_ENV, "cpu")
+    assert device.pick_device() == torch.device("cpu")
+
+
+def test_cuda_preferred_when_available(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert device.available_devices()[0] == "cuda"
+    assert device.pick_device("auto").type == "cuda"
+
+
+@pytest.mark.parametrize("name", ["gpu", "tpu", "", "cuda:x"])
+def test_unknown_name_is_a_value_error(name):
+    with pytest.raises(ValueError, match="allowed: auto, cuda, mps, cpu"):
+        device.pick_device(name)
+
+
+def test_unknown_name_from_environment(monkeypatch):
+    monkeypatch.setenv(device.DEVICE_ENV, "gpu")
+    with pytest.raises(ValueError, match="CIRCUITS_DEVICE"):
+        device.pick_device()
+
+
+def test_unavailable_kind_is_a_value_error(monkeypatch):
+    monkeypatch.setattr(device, "available_devices", lambda: ["cpu"])
+    with pytest.raises(ValueError, match="not available.*available: cpu"):
+        device.pick_device("cuda")
+
+
+def test_seed_everything_is_reproducible():
+    g = device.seed_everything(123)
+    a = (random.random(), np.random.rand(), torch.rand(1).item(), torch.rand(1, generator=g).item())
+    g = device.seed_everything(123)
+    b = (random.random(), np.random.rand(), torch.rand(1).item(), torch.rand(1, generator=g).item())
+    assert a == b
+    device.seed_everything(124)
+    assert torch.rand(1).item() != a[2]
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "3", True, 2**63])
+def test_bad_seed(seed):
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        device.seed_everything(seed)
+
+
+def test_seed_checks_agree_across_modules():
+    """device.seed_everything and the OCR task builders reject a bad seed with the same message."""
+    from lib.ocr import split
+
+    for bad in (-1, 2**63, 0.5, True):
+        with pytest.raises(ValueError) as from_device:
+            device.seed_everything(bad)
+        with pytest.raises(ValueError) as from_ocr:
+            split.fictitious_names(1, seed=bad)
+        assert str(from_device.value) == str(from_ocr.value)
+
+
+def test_known_devices_are_the_literal_values():
+    assert device.KNOWN_DEVICES == ("auto", "cuda", "mps", "cpu")
+
+
+def test_check_device_passes_none_and_known_devices():
+    assert device.check_device(None) is None
+    assert device.check_device("cpu") == torch.device("cpu")
+    assert device.check_device(torch.device("cpu")) == torch.device("cpu")
+
+
+@pytest.mark.parametrize("name", ["gpu", "cuda:x", ""])
+def test_check_device_unknown_name(name):
+    with pytest.raises(ValueError, match="unknown device"):
+        device.check_device(name)
+
+
+def test_check_device_unavailable_kind(monkeypatch):
+    monkeypatch.setattr(device, "available_devices", lambda: ["cpu"])
+    with pytest.raises(ValueError, match="'cuda' is not available on this machine; available: cpu"):
+        device.check_device("cuda")
+
+
+def test_public_constructors_reject_bad_device_names():
+    """The device arguments of lib's model and generator constructors go through check_device."""
+    from lib.induction import models, sequences
+    from lib.ocr import lm
+
+    with pytest.raises(ValueError, match="unknown device 'gpu'"):
+        models.make_model(sequences.InductionConfig(n_layers=1), seed=0, device="gpu")
+    with pytest.raises(ValueError, match="unknown device 'gpu'"):
+        sequences.seeded_generator(0, "gpu")
+    with pytest.raises(ValueError, match="unknown device 'gpu'"):
+        lm.tiny_gpt2(lm.word_tokenizer(["a b c"]), device="gpu")
+
+
+@pytest.fixture
+def restore_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def no_thread_env(monkeypatch):
+    for name in device.THREAD_ENVS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_configure_threads_sets_the_book_count_over_torch_default(restore_threads, no_thread_env, monkeypatch):
+    monkeypatch.setattr(device, "_default_threads", lambda: 8)
+    torch.set_num_threads(8)  # what torch starts with on an 8-CPU machine
+    assert device.configure_threads() == device.BOOK_THREADS == torch.get_num_threads() == 1
+    torch.set_num_threads(8)
+    assert device.configure_threads(2) == torch.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("name", ["OMP_NUM_THREADS", "MKL_NUM_THREADS"])
+def test_configure_threads_respects_the_environment(restore_threads, no_thread_env, monkeypatch, name):
+    monkeypatch.setenv(name, "3")
+    monkeypatch.setattr(device, "_default_threads", lambda: 3)
+    torch.set_num_threads(3)
+    assert device.configure_threads() == torch.get_num_threads() == 3
+
+
+def test_configure_threads_respects_an_earlier_set_num_threads(restore_threads, no_thread_env, monkeypatch):
+    monkeypatch.setattr(device, "_default_threads", lambda: 8)
+    torch.set_num_threads(3)  # the user's choice, before `import lib`
+    assert device.configure_threads() == torch.get_num_threads() == 3
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1.5, "2"])
+def test_configure_threads_rejects_bad_counts(threads):
+    with pytest.raises(ValueError, match="threads"):
+        device.configure_threads(threads)
+
+
+def test_import_lib_applies_the_thread_choice_once():
+    """A fresh interpreter without OMP_NUM_THREADS: torch starts at one thread per CPU, `import lib` sets 1;
+    with OMP_NUM_THREADS=2 it keeps 2."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import torch; import lib; print(torch.get_num_threads())"
+    env = {k: v for k, v in os.environ.items() if k not in device.THREAD_ENVS}
+    plain = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert plain.stdout.strip() == str(device.BOOK_THREADS)
+    chosen = subprocess.run(
+        [sys.executable, "-c", code], env={**env, "OMP_NUM_THREADS": "2"}, capture_output=True, text=True, check=True
+    )
+    assert chosen.stdout.strip() == "2"

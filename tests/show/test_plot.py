@@ -1,0 +1,494 @@
+"""Smoke tests of every figure in lib.show.plot: tiny inputs shaped like the chapters', a Figure with labelled axes
+that draws and closes cleanly. A new plot function needs a case in CASES (test_every_function_has_a_case)."""
+
+import importlib
+import inspect
+import math
+import pkgutil
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+
+from lib.show import plot
+
+plt.switch_backend("Agg")
+
+generator = torch.Generator().manual_seed(0)
+
+
+def rand(*shape: int, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
+    """Uniform numbers in ``[low, high)``, drawn from the module's seeded generator."""
+    return low + (high - low) * torch.rand(*shape, generator=generator)
+
+
+def attention(seq: int) -> torch.Tensor:
+    """A causal ``(seq, seq)`` attention pattern, rows summing to one."""
+    scores = rand(seq, seq).masked_fill(torch.ones(seq, seq).triu(1).bool(), -math.inf)
+    return scores.softmax(-1)
+
+
+STEPS = [0, 10, 20, 40]  # uneven, like checkpoints that thicken around the phase change
+WINDOW = (10, 20)
+TOKENS = torch.tensor([0, 5, 6, 7, 5, 6, 7])  # BOS, then a period-3 repeat
+SEQ_LOSS = rand(len(TOKENS) - 1, low=0.1, high=3.0)
+SUBJECT_FACT = torch.arange(16) % 4  # 16 subjects, 4 facts: the split figure needs ~16 columns to lay out
+IS_TRAIN = torch.arange(16) < 4  # one training subject per fact
+PAIRS = ["a -> b (speaks)", "c -> d"]
+OCR_BLOCK_TITLES = ["factorized: implications x subjects", "merged: implications x subjects", "factorized: facts"]
+ARMS = ["1 layer", "1 layer, smeared", "2 layers", "2 layers, smeared"]
+HEAD_NAMES = ["L0H0", "L0H1", "L1H0"]
+
+# (function name, case id, positional arguments, keyword arguments), shaped like the chapters' calls
+CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
+    # --- out-of-context reasoning (chapters 1-4)
+    (
+        "ocr_split",
+        "pairs",
+        (SUBJECT_FACT, IS_TRAIN, list("ABCD")),
+        {"pair_of": SUBJECT_FACT // 2, "pair_names": PAIRS, "title": "tiny split"},
+    ),
+    ("ocr_split", "one pair", (SUBJECT_FACT % 2, IS_TRAIN.tolist(), ["b0 → c0", "b1 → c1"]), {}),
+    (
+        "ocr_token_layout",
+        "with kind grid",
+        (["n3", "Zai", "speaks", "EOS"], ["noise", "subject", "relation", "EOS"], "French"),
+        {"kind_grid": torch.tensor([[0, 1, 2, 3], [1, 0, 2, 3], [0, 1, 2, 3]])},
+    ),
+    ("ocr_token_layout", "alone", (["Zai", "speaks", "EOS"], ["subject", "relation", "EOS"], "French"), {}),
+    (
+        "ocr_loss_curves",
+        "two arms",
+        (
+            STEPS,
+            {arm: {"train": rand(2, 4, low=0.01), "test": rand(2, 4, low=1.0)} for arm in ("factorized", "merged")},
+        ),
+        {"chance": math.log(20)},
+    ),
+    (
+        "ocr_ov_blocks",
+        "grid with an empty cell",
+        ({title: rand(4, 8, low=-1) for title in OCR_BLOCK_TITLES}, [0, 2, 4, 6]),
+        {"ncols": 2, "ylabel": "answer value", "title": "blocks"},
+    ),
+    (
+        "ocr_rank_sweep",
+        "three ranks",
+        ((3, 4, 8), rand(3, 2, low=0.5, high=3.0)),
+        {"chance": math.log(20), "train_losses": rand(3, 2, low=0.01, high=0.1)},
+    ),
+    (
+        "ocr_pair_losses",
+        "two pairs",
+        (PAIRS, {"factorized": rand(3, 2, low=0.5), "merged": rand(3, 2, low=1.0, high=2.0)}),
+        {"floors": [math.log(4)] * 2},
+    ),
+    (
+        "ocr_spectra",
+        "trained and solutions",
+        (
+            {
+                "factorized (trained)": torch.tensor([4.0, 2.0, 0.1, 0.01]),
+                "merged (trained)": torch.tensor([3.0, 2.5, 2.0, 1.0]),
+                "min nuclear norm": np.array([1.0, 0.5, 1e-4, 1e-5]),
+            },
+        ),
+        {"top": 3},
+    ),
+    (
+        "ocr_mean_rank",
+        "with reference",
+        (
+            {"before": {p: [3.0, 3.5] for p in PAIRS}, "after": {p: [0.5, 0.1] for p in PAIRS}},
+            {p: 3.5 for p in PAIRS},
+        ),
+        {"reference": {"model": [0.1, 0.2]}, "reference_title": "as reported", "title": "tiny"},
+    ),
+    # --- induction heads (chapter 5)
+    (
+        "phase_change_curves",
+        "with control",
+        (STEPS, rand(4, low=0.1, high=4.0), rand(4, low=3.0, high=4.0)),
+        {"window": WINDOW, "control_repeated": rand(4, low=2.0, high=4.0), "vocab": 64},
+    ),
+    (
+        "icl_score_curve",
+        "with control",
+        (STEPS, rand(4, low=-4.0, high=0.0)),
+        {"window": WINDOW, "control_icl": rand(4, low=-1.0, high=0.0), "early": 2, "late": 48},
+    ),
+    ("loss_by_position_image", "uneven steps", (STEPS, rand(4, 6, high=4.0)), {"window": WINDOW}),
+    (
+        "loss_pca_trajectory",
+        "with control",
+        (rand(4, 2, low=-1), STEPS),
+        {"window": WINDOW, "explained": torch.tensor([0.6, 0.3]), "control_coords": rand(4, 2, low=-1)},
+    ),
+    ("loss_pca_trajectory", "alone", (rand(4, 2, low=-1), STEPS), {}),
+    (
+        "head_scores_over_training",
+        "signed and unsigned",
+        (STEPS, {"prefix matching": rand(4, 2, 2), "copying": rand(4, 2, 2, low=-1)}),
+        {"window": WINDOW},
+    ),
+    (
+        "induction_head_classifier",
+        "two models",
+        (
+            {
+                "2 layers (trained)": {"prefix matching": rand(2, 2), "copying": rand(2, 2, low=-1)},
+                "hand-built": {"prefix matching": rand(2, 2), "copying": rand(2, 2, low=-1)},
+            },
+            0.75,
+            0.5,
+        ),
+        {},
+    ),
+    ("attention_pattern", "with tokens", (attention(len(TOKENS)), TOKENS), {"title": "L1H0"}),
+    ("attention_pattern", "long sequence", (attention(20),), {}),
+    (
+        "attention_before_during_after",
+        "three steps",
+        ([attention(len(TOKENS)) for _ in range(3)], ["step 0", "step 10", "step 20"], TOKENS),
+        {"head_name": "L1H0"},
+    ),
+    ("loss_along_sequence", "with period", (SEQ_LOSS,), {"period": 3, "vocab": 8, "title": "period 3"}),
+    (
+        "loss_by_position_curves",
+        "three models",
+        ({"a": torch.linspace(3, 2, 255), "b": torch.linspace(3.2, 2.5, 255), "c": torch.full((255,), 2.8)},),
+        {"early": range(16, 32), "late": range(240, 255), "title": "held-out text"},
+    ),
+    (
+        "circuit_matrices",
+        "QK and OV",
+        ({"QK": rand(4, 4, low=-1), "OV": rand(4, 3, low=-1)},),
+        {
+            "title": "a head",
+            "xlabels": {"QK": "key position", "OV": "previous slot"},
+            "ylabels": {"QK": "query position", "OV": "token"},
+        },
+    ),
+    # --- smeared keys (chapter 6)
+    (
+        "arm_loss_curves",
+        "four arms",
+        (STEPS, {arm: rand(2, 4, low=0.1, high=4.0) for arm in ARMS}),
+        {"threshold": 1.0, "phase_steps": {"1 layer": [None, None], "2 layers": [10, 20]}, "vocab": 64},
+    ),
+    (
+        "smear_sigma_over_training",
+        "two layers",
+        (STEPS, rand(4, 2, 2)),
+        {"highlight": [(1, 0)], "mark": 10, "title": "two layers"},
+    ),
+    # --- ablation (chapter 7)
+    (
+        "ablation_effects",
+        "two panels",
+        (
+            HEAD_NAMES,
+            {
+                "share of ICL score removed": {"full": rand(3), "pattern-preserving": rand(3)},
+                "loss change, repeated tokens (nats)": {"full": rand(3, low=-1), "pattern-preserving": rand(3, low=-1)},
+            },
+        ),
+        {"title": "removing heads"},
+    ),
+    (
+        "ablation_over_training",
+        "two kinds",
+        (STEPS, {"full": rand(4, 3, low=-1), "pattern-preserving": rand(4, 3, low=-1)}, HEAD_NAMES),
+        {"window": WINDOW},
+    ),
+    (
+        "icl_with_heads_removed",
+        "styled",
+        (STEPS, {"intact": rand(4, low=-4), "induction heads removed": rand(4, low=-1)}),
+        {"window": WINDOW, "styles": {"intact": {"color": "black", "lw": 2}}},
+    ),
+    (
+        "ablated_loss_along_sequence",
+        "one head",
+        (SEQ_LOSS, SEQ_LOSS + rand(len(SEQ_LOSS), low=-0.5, high=1.0)),
+        {"period": 3, "title": "full ablation of L1H0"},
+    ),
+    (
+        "ablated_loss_grid",
+        "grid with an empty cell",
+        ([(SEQ_LOSS, SEQ_LOSS + rand(len(SEQ_LOSS), low=-0.5), f"ablation {i}") for i in range(3)],),
+        {"period": 3},
+    ),
+    # --- out-of-context reasoning, chapter 3's margin grid
+    (
+        "ocr_margin_grid",
+        "two by two",
+        (
+            [1, 1, 2, 2],
+            torch.tensor([1, 3, 1, 3]),
+            [1.0, 0.577, 1.0, 0.816],
+            [0.5, 0.25, 0.667, 0.4],
+            [1, 0.577, 1, 0.816],
+        ),
+        {"title": "grid"},
+    ),
+    # --- the phase change's signatures on one time axis (chapter 5)
+    (
+        "phase_change_signatures",
+        "with the training loss",
+        (STEPS, {"repeated-token loss": [4.0, 3.5, 1.0, 0.1], "prefix matching": [0.1, 0.2, 0.7, 0.9]}),
+        {
+            "window": WINDOW,
+            "marks": {"repeated-token loss": 20, "prefix matching": 20},
+            "train_loss": rand(40, low=1.0, high=4.0),
+            "train_smooth": [4.0, 3.6, 2.0, 1.5],
+        },
+    ),
+    ("phase_change_signatures", "signatures only", (STEPS, {"flat": [1.0, 1.0, 1.0, 1.0]}), {}),
+    (
+        "arm_loss_curves",
+        "arms of different lengths",
+        ({"1 layer": STEPS, "2 layers": STEPS[:3]}, {"1 layer": rand(2, 4, high=4.0), "2 layers": rand(2, 3)}),
+        {"threshold": 1.0, "phase_steps": {"2 layers": [10, 20]}, "vocab": 63},
+    ),
+    # --- the chapters' largest layouts (issue 18: readable in the ~690 px page column)
+    (
+        "ocr_ov_blocks",
+        "chapter 2's snapshot: 2 x 4 asked, folded to 4 x 2",
+        ({f"{arm}, step {s}": rand(20, 80, low=-1) for arm in ("factorized", "merged") for s in STEPS},),
+        {"train_columns": list(range(0, 80, 4)), "ncols": 4, "title": "during training (top: factorized)"},
+    ),
+    (
+        "attention_before_during_after",
+        "chapter 5's five checkpoints",
+        ([attention(16) for _ in range(5)], [f"step {s}" for s in range(5)], torch.arange(16) % 7),
+        {"head_name": "L1H2"},
+    ),
+    (
+        "head_scores_over_training",
+        "chapter 5's three scores, 2 x 4 heads, 40 checkpoints",
+        (list(range(0, 400, 10)), {n: rand(40, 2, 4) for n in ("prefix matching", "copying", "previous token")}),
+        {"window": (150, 200)},
+    ),
+    (
+        "ocr_token_layout",
+        "chapter 1's 16 positions",
+        ([f"tok{t}" for t in range(15)] + ["EOS"], ["noise"] * 14 + ["relation", "EOS"], "French"),
+        {"kind_grid": torch.randint(0, 4, (40, 16), generator=generator)},
+    ),
+    (
+        "induction_head_classifier",
+        "chapter 6's four models, heads close together",
+        (
+            {
+                f"model {m}": {"prefix matching": 0.9 + rand(1, 4) * 0.05, "copying": 0.8 + rand(1, 4) * 0.05}
+                for m in range(4)
+            },
+            0.75,
+            0.5,
+        ),
+        {},
+    ),
+    # --- diagrams (chapters 2, 5 and 7)
+    ("output_value_map_diagram", "r = d", (128, 128), {}),
+    ("output_value_map_diagram", "low rank", (), {"d": 128, "r": 4}),
+    ("induction_circuit_diagram", "default tokens", (), {}),
+    ("induction_circuit_diagram", "named tokens", ("cat", "sat"), {}),
+    ("ablation_diagram", "named heads", ("L0H3", "L1H1"), {}),
+    # --- the Performance page (bench/run_all.py)
+    ("chapter_times", "one over budget", ({"00_start_here": 5.7, "06_smeared_keys": 95.0},), {"budget": 90.0}),
+    ("time_to_phase_change", "book vs plain", ({"steps": 350, "seconds": 6.7}, {"steps": 1525, "seconds": 45.8}), {}),
+    # --- chapter 4: prior knowledge (appended)
+    (
+        "ocr_rank_curves",
+        "two panels",
+        (
+            STEPS,
+            {
+                "rule's own answer": {"pre-trained": rand(3, 4, high=9.5), "from scratch": rand(3, 4, high=9.5)},
+                "the other rule's answer": {"pre-trained": rand(3, 4, high=9.5)},
+            },
+            9.5,
+        ),
+        {"title": "tiny"},
+    ),
+]
+
+
+def data_axes(fig: Figure) -> list[Axes]:
+    """The visible panels of ``fig`` that show data (not colour bars, not hidden or empty cells)."""
+    return [ax for ax in fig.axes if ax.get_visible() and ax.has_data() and ax.get_label() != "<colorbar>"]
+
+
+@pytest.mark.filterwarnings("error")  # e.g. "Tight layout not applied": a figure that cannot lay out its panels
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs"),
+    [pytest.param(name, args, kwargs, id=f"{name}-{case}") for name, case, args, kwargs in CASES],
+)
+def test_figure(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    open_before = plt.get_fignums()
+    fig = getattr(plot, name)(*args, **kwargs)
+    assert isinstance(fig, Figure)
+    assert len(plt.get_fignums()) == len(open_before) + 1, "a figure function opens exactly one figure"
+    fig.canvas.draw()  # legends, layouts and colour bars fail at draw time, not at call time
+    panels = data_axes(fig)
+    assert panels, f"{name}: no axes with data"
+    for ax in panels:
+        assert ax.get_title() or ax.get_xlabel() or ax.get_ylabel(), f"{name}: a panel without title or axis labels"
+    plotted = [ax for ax in panels if ax.axison]
+    assert not plotted or any(ax.get_xlabel() or ax.get_ylabel() for ax in plotted), f"{name}: no axis is labelled"
+    plt.close(fig)
+    assert plt.get_fignums() == open_before
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("attention_pattern", (attention(len(TOKENS)), TOKENS)),
+        ("ablated_loss_along_sequence", (SEQ_LOSS, SEQ_LOSS + 0.5)),
+    ],
+)
+def test_draws_into_a_given_panel(name: str, args: tuple[Any, ...]) -> None:
+    fig, ax = plt.subplots()
+    assert getattr(plot, name)(*args, title="given panel", ax=ax) is fig
+    assert len(fig.axes) == 1 and ax.has_data() and ax.get_title() == "given panel"
+    plt.close(fig)
+
+
+# The page column is about 690 px wide; a wider figure is shown scaled down to it. Text must stay at least 8 px
+# tall on the page, and at most three panels may sit side by side.
+COLUMN_PX = 690
+MIN_TEXT_PX = 8.0
+
+
+def displayed_size(fig: Figure) -> tuple[float, float, str]:
+    """(width in px of the saved PNG, the smallest text's height in px as shown in the page column, that text).
+
+    The book saves figures as the inline backend does: at the figure's dpi, cropped to the drawn content
+    (``bbox_inches="tight"``, 0.1 inch padding)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    width_px = (fig.get_tightbbox(renderer).width + 0.2) * fig.dpi
+    texts = [
+        t
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and t.get_window_extent(renderer).width > 0
+    ]
+    smallest = min(texts, key=lambda t: t.get_fontsize())
+    scale = min(1.0, COLUMN_PX / width_px)
+    return width_px, smallest.get_fontsize() * fig.dpi / 72 * scale, smallest.get_text()
+
+
+def panels_per_row(fig: Figure) -> int:
+    """The most panels (data axes, colour bars excluded) whose vertical extents overlap, i.e. side by side."""
+    boxes = [ax.get_position() for ax in data_axes(fig)]
+    return max(sum(1 for o in boxes if o.y0 < b.y1 and b.y0 < o.y1) for b in boxes)
+
+
+def test_classifier_labels_do_not_overlap() -> None:
+    """Heads that sit close together share a label, and each model labels its own side of its points."""
+    name, _, args, kwargs = next(c for c in CASES if c[1] == "chapter 6's four models, heads close together")
+    fig = getattr(plot, name)(*args, **kwargs)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts]
+    assert len(boxes) == 4, "one shared label per model"
+    overlapping = [(i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])]
+    assert not overlapping, f"labels {overlapping} overlap"
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "match"),
+    [
+        ("output_value_map_diagram", (0, 4), "d must be a positive integer"),
+        ("output_value_map_diagram", (8, 2.5), "r must be a positive integer"),
+        ("induction_circuit_diagram", ("", "B"), "first must be a token name"),
+        ("ablation_diagram", ("L0H0", "a very long name"), "reader must be a head name"),
+        ("chapter_times", ({}, 90.0), "seconds must name at least one chapter"),
+        ("time_to_phase_change", ({"steps": 1}, {"steps": 1, "seconds": 1}), "book must give exactly"),
+    ],
+)
+def test_diagrams_reject_bad_input(name: str, args: tuple[Any, ...], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        getattr(plot, name)(*args)
+    plt.close("all")
+
+
+def test_new_figure_allows_at_most_three_panels_a_row() -> None:
+    from lib.show._common import new_figure
+
+    with pytest.raises(ValueError, match="ncols must be at most 3"):
+        new_figure(4)
+    fig, axes = new_figure(3, 1, width=5.0)
+    assert fig.get_size_inches()[0] <= 8.0 and axes.shape == (1, 3), "three 5-inch panels shrink to the column"
+    plt.close(fig)
+
+
+def public_functions() -> set[str]:
+    """Names of the public functions defined in the topic modules of lib.show.plot."""
+    names = set()
+    for info in pkgutil.iter_modules(plot.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{plot.__name__}.{info.name}")
+        names |= {
+            name
+            for name, value in vars(module).items()
+            if inspect.isfunction(value) and value.__module__ == module.__name__ and not name.startswith("_")
+        }
+    return names
+
+
+def test_all_lists_every_public_function() -> None:
+    assert len(plot.__all__) == len(set(plot.__all__))
+    assert set(plot.__all__) == public_functions()
+    assert all(inspect.isfunction(getattr(plot, name)) for name in plot.__all__)
+
+
+def test_every_function_has_a_case() -> None:
+    assert {name for name, *_ in CASES} == set(plot.__all__)
+
+
+# Cases added after the parametrized tests above were collected: run through the same checks, and listed in CASES
+# for test_every_function_has_a_case.
+CIRCUIT_CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
+    (
+        "composition_score_grid",
+        "Q, K and V",
+        (
+            {kind: rand(2, 3, high=0.3) for kind in "QKV"},
+            {kind: rand(5, 2, 3, low=0.1, high=0.15) for kind in "QKV"},
+        ),
+        {"row_names": ["L0H0", "L0H1"], "column_names": ["L1H0", "L1H1", "L1H2"]},
+    ),
+    ("composition_score_grid", "one kind, default labels", ({"K": rand(2, 2)}, {"K": rand(4)}), {}),
+]
+CASES += CIRCUIT_CASES
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs"),
+    [pytest.param(name, args, kwargs, id=f"{name}-{case}") for name, case, args, kwargs in CIRCUIT_CASES],
+)
+def test_circuit_figure(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    test_figure(name, args, kwargs)
+
+
+# Every case, CIRCUIT_CASES included.
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs"),
+    [pytest.param(name, args, kwargs, id=f"{name}-{case}") for name, case, args, kwargs in CASES],
+)
+def test_readable_in_the_page_column(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    fig = getattr(plot, name)(*args, **kwargs)
+    width_px, text_px, text = displayed_size(fig)
+    assert text_px >= MIN_TEXT_PX, f"{name}: {text!r} is {text_px:.1f} px on the page (figure {width_px:.0f} px wide)"
+    assert panels_per_row(fig) <= 3, f"{name}: more than three panels side by side"
+    plt.close(fig)
