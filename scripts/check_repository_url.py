@@ -5,7 +5,7 @@ it first: `python3 scripts/check_repository_url.py https://github.com/OWNER/NAME
 
 :func:`pages_url` derives the published book's address from it (GitHub Pages: ``https://OWNER.github.io/NAME``);
 the chapters link the book's other pages there, because a relative link to a ``.md`` or ``.ipynb`` file does not
-open in Colab or in the student hand-out (tests/book/test_hygiene.py checks both).
+open in Colab or in the learner edition (tests/book/test_hygiene.py checks both).
 """
 
 import re

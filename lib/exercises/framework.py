@@ -29,29 +29,85 @@ def _short(value: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-def same(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
-    """Equality that treats tensors and floats with a tolerance and recurses into containers."""
+def kind_of(value: Any) -> str:
+    """What ``value`` is, in words: ``"a tensor of shape (3, 4) and dtype torch.float32"``, ``"a list"``."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+    return f"a {type(value).__name__}"
+
+
+def _dtype_family(t: torch.Tensor) -> str:
+    return "bool" if t.dtype == torch.bool else "float" if t.is_floating_point() or t.is_complex() else "int"
+
+
+def _tensor_difference(path: str, got: Any, expected: torch.Tensor, atol: float, rtol: float) -> str | None:
+    if not isinstance(got, torch.Tensor):
+        return f"{path} is {kind_of(got)}, expected {kind_of(expected)}"
+    if got.shape != expected.shape:
+        return f"{path} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+    if _dtype_family(got) != _dtype_family(expected):
+        return f"{path} has dtype {got.dtype}, expected {expected.dtype}"
+    g, e = got.detach().cpu(), expected.detach().cpu()
+    if expected.is_floating_point():
+        g = g.to(e.dtype)
+        close = torch.isclose(g, e, atol=atol, rtol=rtol) | (g.isnan() & e.isnan())
+    else:
+        close = g == e
+    if bool(close.all()):
+        return None
+    first = tuple(int(k) for k in (~close).nonzero()[0])
+    index = ", ".join(map(str, first))
+    return (
+        f"{path}[{index}] is {g[first].item()!r}, expected {e[first].item()!r} "
+        f"({int((~close).sum())} of {close.numel()} entries differ)"
+    )
+
+
+def difference(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4, path: str = "the output") -> str | None:
+    """Where ``got`` first differs from ``expected``, in words (``None`` if they agree).
+
+    Tensors and floats are compared with a tolerance; containers recursively, with their type (a list is not a tuple)
+    and their keys or length. The answer names the part that differs (``the output["W_Q"][3, 1]``), both values, and
+    the shapes or types when those differ.
+    """
     if isinstance(expected, torch.Tensor):
-        if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-            return False
-        if expected.is_floating_point():
-            return torch.allclose(got.detach().cpu().to(expected.dtype), expected.detach().cpu(), atol=atol, rtol=rtol)
-        return torch.equal(got.detach().cpu(), expected.detach().cpu())
+        return _tensor_difference(path, got, expected, atol, rtol)
     if isinstance(expected, float):
-        return isinstance(got, (int, float)) and abs(got - expected) <= atol + rtol * abs(expected)
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            return f"{path} is {kind_of(got)}, expected a float"
+        if not abs(got - expected) <= atol + rtol * abs(expected):
+            return f"{path} is {got!r}, expected {expected!r}"
+        return None
     if isinstance(expected, dict):
-        return (
-            isinstance(got, dict)
-            and got.keys() == expected.keys()
-            and all(same(got[k], v, atol, rtol) for k, v in expected.items())
-        )
+        if not isinstance(got, dict):
+            return f"{path} is {kind_of(got)}, expected a dict"
+        if got.keys() != expected.keys():
+            return f"{path} has keys {sorted(map(str, got))}, expected {sorted(map(str, expected))}"
+        for key, value in expected.items():
+            found = difference(got[key], value, atol, rtol, f"{path}[{key!r}]")
+            if found:
+                return found
+        return None
     if isinstance(expected, (list, tuple)):
-        return (
-            isinstance(got, (list, tuple))
-            and len(got) == len(expected)
-            and all(same(g, e, atol, rtol) for g, e in zip(got, expected))
-        )
-    return got == expected
+        if type(got) is not type(expected):
+            return f"{path} is {kind_of(got)}, expected a {type(expected).__name__}"
+        if len(got) != len(expected):
+            return f"{path} has {len(got)} entries, expected {len(expected)}"
+        for k, (g, e) in enumerate(zip(got, expected)):
+            found = difference(g, e, atol, rtol, f"{path}[{k}]")
+            if found:
+                return found
+        return None
+    try:
+        equal = bool(got == expected)
+    except Exception:  # e.g. a tensor compared with a string
+        equal = False
+    return None if equal else f"{path} is {_short(got, 120)}, expected {_short(expected, 120)}"
+
+
+def same(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
+    """Whether ``got`` agrees with ``expected`` (see :func:`difference`)."""
+    return difference(got, expected, atol, rtol) is None
 
 
 def compare(
@@ -63,20 +119,32 @@ def compare(
     atol: float = 1e-5,
     rtol: float = 1e-4,
 ) -> None:
-    """Call ``learner(*case)`` and ``reference(*case)`` for every case; raise on the first disagreement."""
+    """Call ``learner(*case)`` and ``reference(*case)`` for every case; raise on the first disagreement.
+
+    The message names the case, its input, the part of the output that differs (:func:`difference`) and both outputs;
+    an exception raised inside the learner's function is reported as the learner's, with its input.
+    """
     cases = list(cases)
     for i, case in enumerate(cases, 1):
         expected = reference(*case)
+        inputs = ", ".join(_short(a, 120) for a in case)
         try:
             got = learner(*case)
         except NotImplementedError:
             raise CheckFailed(
                 f"{name}: not implemented yet; replace the `raise NotImplementedError` in your stub"
             ) from None
-        if not same(got, expected, atol, rtol):
-            inputs = ", ".join(_short(a, 120) for a in case)
+        except CheckFailed:
+            raise
+        except Exception as error:
             raise CheckFailed(
-                f"{name}: case {i} of {len(cases)} differs.\n  input:    {inputs}\n"
+                f"{name}: your function raised {type(error).__name__} on case {i} of {len(cases)}: {error}\n"
+                f"  input:    {inputs}"
+            ) from None
+        found = difference(got, expected, atol, rtol)
+        if found:
+            raise CheckFailed(
+                f"{name}: case {i} of {len(cases)} differs: {found}.\n  input:    {inputs}\n"
                 f"  expected: {_short(expected)}\n  got:      {_short(got)}"
             )
     print(f"PASSED {name}: all {len(cases)} cases match the reference.")
@@ -93,6 +161,6 @@ def passing_or_reference(learner: F, check: Callable[[F], None], reference: F) -
     except CheckFailed as failure:
         if os.environ.get(STRICT_ENV) == "1":
             raise
-        print(f"{failure}\nThe cells below use the book's reference until your function passes.")
+        print(f"{failure}\nNot solved yet: the cells below use the book's version until your function passes.")
         return reference
     return learner

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from lib.exercises.framework import CheckFailed, compare
+from lib.exercises.framework import CheckFailed, compare, kind_of
 from lib.induction.natural.probes import induction_guess, share_interval
 
 if TYPE_CHECKING:
@@ -70,29 +70,85 @@ def check_prefix_matching_score(learner: Callable[[torch.Tensor, torch.Tensor], 
     compare("prefix_matching_score", learner, prefix_matching_score, cases)
 
 
-def _check_hand_built_head(name: str, learner: Callable[..., dict], reference: Callable[..., dict]) -> None:
-    """``learner(layout, strength)`` against ``reference`` on three layouts, weak and strong attention."""
+def _hand_built_behaviour(head_weights: dict[str, torch.Tensor], layer: int, layout: Any, strength: float) -> dict:
+    """What chapter 5's hand-built model does with ``head_weights`` as the head of ``layer`` (the book's head in the
+    other layer), on repeated sequences: the head's attention pattern ``(batch, query, key)`` and what its layer
+    writes into the residual stream ``(batch, seq, d_model)``."""
+    from lib.induction import handbuilt, sequences
+
+    config = handbuilt.hand_built_config(layout.vocab, layout.seq_len)
+    model: Any = handbuilt.blank_model(config, layout, strength)
+    heads = {
+        0: handbuilt.previous_token_head_weights(layout, strength),
+        1: handbuilt.induction_head_weights(layout, strength),
+    }
+    heads[layer] = head_weights
+    for at, weights in heads.items():
+        handbuilt.set_head(model, at, 0, **weights)
+    tokens = sequences.repeated_sequences(4, sequences.seeded_generator(layout.vocab), config)[0]
+    names = (f"blocks.{layer}.attn.hook_pattern", f"blocks.{layer}.hook_attn_out")
+    with torch.inference_mode():
+        _, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
+    return {"attention pattern": cache[names[0]][:, 0], "what the layer writes": cache[names[1]]}
+
+
+def _check_weight_shapes(name: str, got: Any, expected: dict[str, torch.Tensor], case: str) -> None:
+    """The learner's head weights have the reference's keys and shapes (plus, if wanted, the query and key biases
+    ``b_Q`` and ``b_K`` that :func:`lib.induction.handbuilt.set_head` also takes), or a :class:`CheckFailed` that says
+    which not."""
+    if not isinstance(got, dict):
+        raise CheckFailed(
+            f"{name}: return a dict of weights with keys {sorted(expected)}, got {kind_of(got)} (for {case})"
+        )
+    d_head = expected["W_Q"].shape[1]
+    shapes = {key: tuple(value.shape) for key, value in expected.items()} | {"b_Q": (d_head,), "b_K": (d_head,)}
+    missing, unknown = sorted(set(expected) - set(got)), sorted(set(got) - set(shapes))
+    if missing or unknown:
+        raise CheckFailed(
+            f"{name}: return a dict with keys {sorted(expected)} (b_Q, b_K allowed), got {sorted(got)} (for {case})"
+        )
+    for key, value in got.items():
+        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+        if shape != shapes[key]:
+            raise CheckFailed(f"{name}: your {key} has shape {shape}, expected {shapes[key]} (for {case})")
+
+
+def _check_hand_built_head(name: str, learner: Callable[..., dict], reference: Callable[..., dict], layer: int) -> None:
+    """``learner(layout, strength)`` against ``reference`` on three layouts, weak and strong attention, by what the
+    head does in the hand-built model (its attention pattern and what it writes), not by its exact weights: an
+    equivalent circuit (e.g. the shift by one position on the query side instead of the key side) passes."""
     from lib.induction.handbuilt import HandBuiltLayout
+
+    def behaviour(heads: Callable[..., dict], mine: bool) -> Callable[..., dict]:
+        def run(layout: Any, strength: float) -> dict:
+            weights = heads(layout, strength)
+            if mine:
+                _check_weight_shapes(name, weights, reference(layout, strength), f"{layout}, strength {strength}")
+            return _hand_built_behaviour(weights, layer, layout, strength)
+
+        return run
 
     cases = [
         (HandBuiltLayout(vocab, seq), strength)
         for vocab, seq, strength in ((5, 8, 1.0), (12, 10, 20.0), (32, 45, 20.0))
     ]
-    compare(name, learner, reference, cases)
+    compare(name, behaviour(learner, True), behaviour(reference, False), cases, atol=1e-4)
 
 
 def check_previous_token_head(learner: Callable[..., dict]) -> None:
-    """Exercise: ``previous_token_head_weights(layout, strength) -> {"W_Q", "W_K", "W_V", "W_O"}``."""
+    """Exercise: ``previous_token_head_weights(layout, strength) -> {"W_Q", "W_K", "W_V", "W_O"}``, judged by the
+    head's attention and what it writes in layer 0 of the hand-built model."""
     from lib.induction.handbuilt import previous_token_head_weights
 
-    _check_hand_built_head("previous_token_head_weights", learner, previous_token_head_weights)
+    _check_hand_built_head("previous_token_head_weights", learner, previous_token_head_weights, layer=0)
 
 
 def check_induction_head(learner: Callable[..., dict]) -> None:
-    """Chapter 5: ``induction_head_weights(layout, strength) -> {"W_Q", "b_Q", "W_K", "W_V", "W_O"}``."""
+    """Chapter 5: ``induction_head_weights(layout, strength) -> {"W_Q", "b_Q", "W_K", "W_V", "W_O"}``, judged by the
+    head's attention and what it writes in layer 1 of the hand-built model."""
     from lib.induction.handbuilt import induction_head_weights
 
-    _check_hand_built_head("induction_head_weights", learner, induction_head_weights)
+    _check_hand_built_head("induction_head_weights", learner, induction_head_weights, layer=1)
 
 
 def check_olsson_copying_score(learner: Callable[[Any, torch.Tensor], torch.Tensor]) -> None:
@@ -223,9 +279,14 @@ def check_smeared_induction_head(learner: Callable[..., dict]) -> None:
 
     cases = [(12, 20, 5), (32, 45, 15), (20, 33, 11)]
 
+    def learners(layout: Any) -> dict:
+        weights = learner(layout, 20.0)
+        expected = smear.hand_built_head_weights(layout, 20.0)
+        _check_weight_shapes("smeared_induction_head_weights", weights, expected, f"{layout}, strength 20.0")
+        return weights
+
     def predicted(vocab: int, seq: int, period: int) -> torch.Tensor:
-        layout = handbuilt.HandBuiltLayout(vocab, seq)
-        logits, tokens, mask = run(vocab, seq, period, learner(layout, 20.0))
+        logits, tokens, mask = run(vocab, seq, period, learners(handbuilt.HandBuiltLayout(vocab, seq)))
         return logits[:, :-1].argmax(-1)[mask]
 
     def answers(vocab: int, seq: int, period: int) -> torch.Tensor:
@@ -234,7 +295,7 @@ def check_smeared_induction_head(learner: Callable[..., dict]) -> None:
 
     compare("smeared_induction_head_weights", predicted, answers, cases)  # the predicted repeated tokens
     for vocab, seq, period in cases:
-        logits, tokens, mask = run(vocab, seq, period, learner(handbuilt.HandBuiltLayout(vocab, seq), 20.0))
+        logits, tokens, mask = run(vocab, seq, period, learners(handbuilt.HandBuiltLayout(vocab, seq)))
         loss = scores.masked_mean(scores.next_token_loss(logits, tokens), mask).item()
         if not loss < 0.01:
             raise CheckFailed(

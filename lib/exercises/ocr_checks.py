@@ -123,7 +123,9 @@ def check_factorized_forward(
     cases = []
     for d, r, T in ((4, 2, 3), (6, 6, 5), (8, 3, 1), (10, 4, 7)):
         tokens = torch.randint(0, d, (T,), generator=g)
-        tokens[0] = tokens[-1]  # a repeated token: X^T X counts it twice
+        if T > 2:
+            tokens[1] = tokens[-1]  # a repeated token: X^T X counts it twice
+            tokens[0] = (tokens[-1] + 1) % d  # and a first token unlike the last (the query is the last one)
         cases.append(
             (torch.randn(d, r, generator=g), torch.randn(d, r, generator=g), torch.randn(d, d, generator=g), tokens)
         )

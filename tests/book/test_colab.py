@@ -2,12 +2,13 @@
 
 1. A Colab-like base environment, built once per machine and cached (:data:`BASE_PACKAGES`: torch preinstalled as
    Colab has it, Colab's ipywidgets major version 7, matplotlib, numpy, a Jupyter kernel).
-2. A fresh virtual environment on top of it, then chapters 0 and 1 executed in it with a stub ``google.colab``
+2. A fresh virtual environment on top of it, then chapters 0 and 1 of the learner edition (``learner/``, what the
+   book's Colab links open) executed in it with a stub ``google.colab``
    module, so that their setup cell takes its Colab branch: it installs ``lib`` with pip from ``git+file://`` of a
    clean commit of the working tree, in place of the GitHub address.
 3. Checks: the install kept the preinstalled torch and ipywidgets 7, the chapters imported the installed ``lib`` (not
    this checkout), the second chapter's setup cell was a no-op, lib's ipywidgets explorers build with ipywidgets 7,
-   and a setup whose install fails stops the chapter.
+   chapter 1's unsolved exercises fall back to the book's version, and a setup whose install fails stops the chapter.
 
 The install needs the package index (as in Colab); nothing else is fetched. Its time and download size are written
 to ``_build/colab-simulation.json``. Set ``CIRCUITS_COLAB_BASE`` to keep the base environment somewhere else.
@@ -145,8 +146,9 @@ def clean_commit(where: Path, pyproject: str | None = None) -> Path:
 
 
 def colab_notebook(chapter: str, repo: Path, runtime: Path, only_setup: bool = False) -> dict:
-    """The chapter with the stub cell first, the setup cell pointed at ``repo``, and the simulation's checks last."""
-    nb = load(ROOT / "chapters" / chapter)
+    """The chapter's learner edition with the stub cell first, the setup cell pointed at ``repo``, and the
+    simulation's checks last."""
+    nb = load(ROOT / "learner" / chapter)
     setup = code_cells(nb)[0]
     text = source(setup)
     address = re.search(r'^REPOSITORY = "(.*)"$', text, re.MULTILINE)
@@ -162,9 +164,6 @@ def colab_notebook(chapter: str, repo: Path, runtime: Path, only_setup: bool = F
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
             cell.update(outputs=[], execution_count=None)
-            # the stubs of exercises do not run (as in the book and nbval)
-            if "skip-execution" in cell.get("metadata", {}).get("tags", []):
-                cell["source"] = "# skipped: exercise stub"
         cell.pop("id", None)
     nb["nbformat_minor"] = 4
     return nb
@@ -246,6 +245,9 @@ def test_colab_path_installs_lib_and_runs_chapters_0_and_1(base, tmp_path):
         checks = cell_text(nb["cells"][-1])
         assert "explorers built with ipywidgets 7." in checks, checks
         assert "torch 2.13.0" in checks, f"the preinstalled torch was replaced: {checks}"
+        if any("exercise-stub" in c.get("metadata", {}).get("tags", []) for c in nb["cells"]):
+            printed = "".join(cell_text(c) for c in nb["cells"] if c["cell_type"] == "code")
+            assert "Not solved yet: the cells below use the book's version" in printed, f"{chapter}: no fallback"
     first, second = setups
     assert first.startswith("Installing lib") and re.search(r"Done in \d+ s", first), first
     assert "installed already" in second, f"the second chapter's setup cell installed again: {second}"

@@ -167,7 +167,7 @@ def test_setup_cell_does_nothing_outside_colab(monkeypatch):
     exec(compile(setup_source(), "setup", "exec"), {})
 
 
-# A Markdown link or an HTML href to a local .md/.ipynb page: it opens neither in Colab nor in the student hand-out.
+# A Markdown link or an HTML href to a local .md/.ipynb page: it opens neither in Colab nor in the learner edition.
 LOCAL_PAGE = re.compile(r"(?:\]\(|href=[\"'])(?!https?://)[^)\"'\s]*\.(?:md|ipynb)\b")
 BOOK_PAGE = re.compile(re.escape(check_repository_url.pages_url()) + r"/([\w./-]+?)\.html")
 
@@ -337,3 +337,24 @@ def test_session_plans_fit_their_exercises_in_their_slots():
             assert need <= end - start, (
                 f"{row[3][:60]!r}: exercises {named} need {need} min, the slot has {end - start}"
             )
+
+
+def test_strict_checks_only_where_the_build_must_fail():
+    """Issue 25: ``CIRCUITS_STRICT_CHECKS`` (a failed exercise raises) is set for ``make test``, ``make book`` and
+    ``make colab`` only; ``make lab``, the learner's path, falls back to the book's version so "Run all" never stops."""
+    database = subprocess.run(["make", "-pn", "lab"], cwd=ROOT, capture_output=True, text=True).stdout
+    strict = re.findall(r"^(\S+): (?:export )?CIRCUITS_STRICT_CHECKS := 1$", database, re.M)
+    assert sorted(strict) == ["book", "colab", "test"], strict
+    assert not re.search(r"^(?:export )?CIRCUITS_STRICT_CHECKS\s*:?=", database, re.M), "set for every target"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_bare_check_call(path):
+    """Issue 25: a check is never called bare (a failure would stop "Run all"); it goes through
+    ``framework.passing_or_reference``, which falls back to the book's version."""
+    bare = [
+        match[0]
+        for cell in code_cells(load(path))
+        for match in re.finditer(r"\b(?:ocr|induction)_checks\.check_\w+\(", source(cell))
+    ]
+    assert not bare, f"{path.name}: call these through framework.passing_or_reference: {bare}"

@@ -8,6 +8,7 @@ the learner's function with positional arguments, so one ``stub`` stands for all
 
 import dataclasses
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -16,7 +17,7 @@ import torch
 
 from lib.core.tokens import BOS
 from lib.exercises import framework, induction_checks, ocr_checks
-from lib.exercises.framework import CheckFailed, compare, same
+from lib.exercises.framework import CheckFailed, compare, difference, same
 from lib.induction import ablation, circuits, dynamics, handbuilt, scores, sequences, smear
 from lib.induction.natural import probes
 from lib.ocr import lm, onelayer, ranking, relations, sentences, split, symbolic, theorem, theory, training
@@ -30,7 +31,11 @@ def test_compare_passes_and_prints(capsys):
 
 
 def test_compare_names_input_expected_and_got():
-    with pytest.raises(CheckFailed, match=r"case 2 of 2 differs(.|\n)*input:    3(.|\n)*expected: 6(.|\n)*got:      7"):
+    with pytest.raises(
+        CheckFailed,
+        match=r"case 2 of 2 differs: the output is 7, expected 6\.(.|\n)*input:    3(.|\n)*expected: 6(.|\n)*"
+        r"got:      7",
+    ):
         compare("double", lambda x: 2 * x + (x == 3), lambda x: 2 * x, [(1,), (3,)])
 
 
@@ -48,6 +53,31 @@ def test_same_tolerances_and_shapes():
     assert not same(torch.tensor([1, 2]), torch.tensor([1, 3]))
     assert same({"a": [1.0, 2]}, {"a": [1.0, 2]})
     assert not same([1, 2], [1, 2, 3])
+    assert not same([(1, 2)], ((1, 2),)), "a list is not the tuple the reference returns"
+    assert not same(torch.tensor([1, 0]), torch.tensor([True, False])), "an int mask is not a bool mask"
+
+
+def test_difference_names_the_part_that_differs():
+    expected = {"W_Q": torch.zeros(3, 4), "b_Q": torch.ones(4)}
+    got = {"W_Q": torch.zeros(3, 4), "b_Q": torch.ones(4)}
+    got["W_Q"][2, 1] = 0.5
+    assert difference(got, expected) == "the output['W_Q'][2, 1] is 0.5, expected 0.0 (1 of 12 entries differ)"
+    assert difference({"W_Q": torch.zeros(3, 4)}, expected) == "the output has keys ['W_Q'], expected ['W_Q', 'b_Q']"
+    assert difference((torch.zeros(2), 1.5), (torch.zeros(3), 1.5)) == "the output[0] has shape (2,), expected (3,)"
+    assert difference([[1]], torch.ones(1, 1)) == (
+        "the output is a list, expected a tensor of shape (1, 1) and dtype torch.float32"
+    )
+    # a long tensor whose first values agree: the message shows where it does not, so expected and got differ
+    long = torch.arange(100.0)
+    assert "[57] is 0.0, expected 57.0" in difference(long.where(long != 57, 0.0), long)
+
+
+def test_compare_reports_an_error_inside_the_learner_as_the_learner_s():
+    def broken(x):
+        return torch.linalg.svd(x)[3]
+
+    with pytest.raises(CheckFailed, match=r"your function raised IndexError on case 1 of 1: .*\n  input:    tensor"):
+        compare("svd", broken, lambda x: x, [(torch.eye(2),)])
 
 
 # --- plausible wrong answers, by chapter ---------------------------------------------------------
@@ -56,6 +86,10 @@ def test_same_tolerances_and_shapes():
 
 def shifted_map_the_wrong_way(mapping, shift):  # c_(i - shift): the inverse shift
     return relations.shifted_map(mapping, -shift)
+
+
+def shifted_map_as_lists(mapping, shift):  # the right pairs, as a list of lists (the book's rules are tuples)
+    return [list(pair) for pair in relations.shifted_map(mapping, shift)]
 
 
 def shifted_map_moving_the_fact_values(mapping, shift):  # (b_(i + shift), c_i): right pairs, wrong order
@@ -132,6 +166,11 @@ def forward_with_key_and_query_swapped(W_O, W_V, W_KQ, tokens):
     return onelayer.forward_reference(W_O, W_V, W_KQ.T, tokens)
 
 
+def forward_querying_the_first_token(W_O, W_V, W_KQ, tokens):  # x_1 instead of the last token x_T as the query
+    X = torch.nn.functional.one_hot(tokens, W_KQ.shape[0]).to(W_KQ.dtype)
+    return W_O @ W_V.T @ X.T @ X @ W_KQ @ X[0]
+
+
 def accuracy_over_all_tokens(logits, answers, candidates):  # argmax over the whole vocabulary
     return float((logits.argmax(1) == answers).float().mean())
 
@@ -171,6 +210,11 @@ def two_row_nuclear_norm_frobenius(m_train, m_test, t):
 
 def margins_against_every_class(logits, targets):  # the max includes the target itself: never negative
     return logits.gather(1, targets[:, None]).squeeze(1) - logits.max(1).values
+
+
+def svt_with_full_matrices(W, tau):  # U is (m, m) for an (m, n) W: the product fails for a non-square W
+    U, s, Vh = torch.linalg.svd(W, full_matrices=True)
+    return U @ torch.diag((s - tau).clamp_min(0)) @ Vh
 
 
 def svt_entry_wise(W, tau):  # shrinks the entries, not the singular values
@@ -432,6 +476,10 @@ def repeat_mask_over_tokens(period, config):  # aligned with the tokens, not wit
     return torch.arange(config.seq_len)[None, :] > period[:, None]
 
 
+def repeat_mask_of_ints(period, config):  # the right entries as 0/1 integers: indexing with it picks rows 0 and 1
+    return sequences.repeat_mask(period, config).long()
+
+
 def previous_token_score_of_the_current_token(pattern):  # the diagonal itself: attention to oneself
     return pattern.diagonal(dim1=-2, dim2=-1).mean(dim=(0, -1))
 
@@ -575,7 +623,7 @@ def share_interval_not_resampled(intact, ablated, level=0.9, samples=2000, seed=
 # --- the table -----------------------------------------------------------------------------------
 
 # (?s): an input such as a model prints on several lines
-DIFFERS = r"(?s)case \d+ of \d+ differs\.\n  input: .*\n  expected: .*\n  got: "
+DIFFERS = r"(?s)case \d+ of \d+ differs: the output.*\.\n  input: .*\n  expected: .*\n  got: "
 NOT_IMPLEMENTED = r"not implemented yet; replace the `raise NotImplementedError` in your stub"
 
 
@@ -598,7 +646,7 @@ ROWS = [
     Row(
         ocr_checks.check_shifted_map,
         relations.shifted_map,
-        (Wrong(shifted_map_the_wrong_way), Wrong(shifted_map_moving_the_fact_values)),
+        (Wrong(shifted_map_the_wrong_way), Wrong(shifted_map_moving_the_fact_values), Wrong(shifted_map_as_lists)),
     ),
     Row(
         ocr_checks.check_split_subjects,
@@ -627,7 +675,11 @@ ROWS = [
             Wrong(symbolic_sequences_subject_one_to_the_right),
         ),
     ),
-    Row(ocr_checks.check_factorized_forward, onelayer.forward_reference, (Wrong(forward_with_key_and_query_swapped),)),
+    Row(
+        ocr_checks.check_factorized_forward,
+        onelayer.forward_reference,
+        (Wrong(forward_with_key_and_query_swapped), Wrong(forward_querying_the_first_token)),
+    ),
     Row(ocr_checks.check_candidate_accuracy, training.candidate_accuracy, (Wrong(accuracy_over_all_tokens),)),
     Row(
         ocr_checks.check_candidate_loss,
@@ -660,7 +712,11 @@ ROWS = [
         theorem.two_row_nuclear_norm,
         (Wrong(two_row_nuclear_norm_squared), Wrong(two_row_nuclear_norm_frobenius)),
     ),
-    Row(ocr_checks.check_svt, theory.svt, (Wrong(svt_entry_wise),)),
+    Row(
+        ocr_checks.check_svt,
+        theory.svt,
+        (Wrong(svt_entry_wise), Wrong(svt_with_full_matrices, r"your function raised RuntimeError on case \d+ of \d+")),
+    ),
     Row(
         ocr_checks.check_balanced_factors,
         theory.balanced_factors,
@@ -689,7 +745,7 @@ ROWS = [
     Row(
         induction_checks.check_repeat_mask,
         sequences.repeat_mask,
-        (Wrong(repeat_mask_including_the_first_repeat), Wrong(repeat_mask_over_tokens)),
+        (Wrong(repeat_mask_including_the_first_repeat), Wrong(repeat_mask_over_tokens), Wrong(repeat_mask_of_ints)),
     ),
     Row(
         induction_checks.check_previous_token_score,
@@ -885,10 +941,55 @@ def test_passing_or_reference_keeps_a_passing_learner(monkeypatch):
 def test_passing_or_reference_falls_back_and_says_why(monkeypatch, capsys, wrong):
     monkeypatch.delenv(framework.STRICT_ENV, raising=False)
     assert framework.passing_or_reference(wrong, _check_double, _reference_double) is _reference_double
-    assert "use the book's reference" in capsys.readouterr().out
+    assert "Not solved yet: the cells below use the book's version" in capsys.readouterr().out
 
 
 def test_passing_or_reference_raises_when_strict(monkeypatch):
     monkeypatch.setenv(framework.STRICT_ENV, "1")
     with pytest.raises(CheckFailed):
         framework.passing_or_reference(lambda x: x, _check_double, _reference_double)
+
+
+# --- checks that judge a circuit by what it does -------------------------------------------------
+
+
+def previous_token_head_shifted_on_the_query_side(layout, strength=20.0):  # query i -> dim i - 1, key j -> dim j
+    weights = handbuilt.previous_token_head_weights(layout, strength)
+    pos = torch.arange(layout.seq_len)
+    W_Q, W_K = torch.zeros_like(weights["W_Q"]), torch.zeros_like(weights["W_K"])
+    W_Q[layout.position.start + pos[1:], pos[:-1]] = strength * math.sqrt(layout.d_head)
+    W_K[layout.position.start + pos, pos] = 1.0
+    return {**weights, "W_Q": W_Q, "W_K": W_K}
+
+
+def induction_head_resting_through_a_stronger_key(layout, strength=20.0):  # BOS: key 1 and half the query bias
+    weights = handbuilt.induction_head_weights(layout, strength)
+    b_Q, W_K = weights["b_Q"] / 2, weights["W_K"].clone()
+    W_K[layout.position.start, 0] = 1.0
+    return {**weights, "b_Q": b_Q, "W_K": W_K}
+
+
+def previous_token_head_with_W_O_transposed(layout, strength=20.0):
+    weights = handbuilt.previous_token_head_weights(layout, strength)
+    return {**weights, "W_O": weights["W_O"].T}
+
+
+@pytest.mark.parametrize(
+    "check, equivalent",
+    [
+        (induction_checks.check_previous_token_head, previous_token_head_shifted_on_the_query_side),
+        (induction_checks.check_induction_head, induction_head_resting_through_a_stronger_key),
+    ],
+)
+def test_an_equivalent_circuit_passes(check, equivalent, capsys):
+    """Issue 25: exercises 5.2 and 5.3 have more than one right answer; the check runs the circuit, so every
+    circuit that attends and writes as the book's does passes."""
+    check(equivalent)
+    assert "PASSED" in capsys.readouterr().out
+
+
+def test_a_wrong_circuit_is_named_by_what_it_does():
+    with pytest.raises(CheckFailed, match=r"differs: the output\['attention pattern'\]\[0, \d+, \d+\] is"):
+        induction_checks.check_previous_token_head(previous_token_head_attending_to_itself)
+    with pytest.raises(CheckFailed, match=r"your W_O has shape \(23, 8\), expected \(8, 23\)"):
+        induction_checks.check_previous_token_head(previous_token_head_with_W_O_transposed)

@@ -1,0 +1,173 @@
+"""Write the learner edition: one notebook per chapter for Colab and workshops, solutions removed, stubs kept.
+
+Usage: ``python scripts/make_learner.py [OUT_DIR]`` (``make learner`` writes ``learner/``, which is committed: Colab
+opens it from GitHub, and ``tests/book/test_learner.py`` fails when it is out of date with the chapters).
+
+In a chapter an exercise is: a stub cell (tag ``exercise-stub``), hints in ``{dropdown}`` blocks, a
+solution cell (tag ``solution``), and a check cell. The learner copy drops every solution cell, makes
+the stubs runnable (drops the tags that made the book build and nbval skip them), turns MyST dropdowns
+into HTML ``<details>`` (which Jupyter and Colab render collapsed), turns the book's ``{term}`` and ``{cite}``
+roles into links to the published glossary and bibliography (Jupyter and Colab show MyST roles raw), opens with a
+cell that says what the edition is and where the solutions are, and clears every output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from check_repository_url import pages_url  # noqa: E402
+
+SKIP_TAGS = {"skip-execution", "nbval-skip"}
+DROPDOWN = re.compile(r"^(`{3,}|:{3,})\{dropdown\}[ \t]*(.*?)\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+EXERCISES = (
+    "> **Learner edition.** The solutions are removed: fill in every cell that raises `NotImplementedError`; the "
+    "check below it says whether your function is right, and until it is, the cells after it use the book's "
+    "version, so *Run all* never stops. The full chapter, with the solutions and every output, is the book's page "
+    "[{title}]({page})."
+)
+NO_EXERCISES = "> **Learner edition** of the book's page [{title}]({page}): the same cells, with the outputs cleared."
+
+
+def text(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def tags(cell: dict) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+TERM = re.compile(r"\{term\}`(?P<text>[^`<]*?)\s*(?:<(?P<target>[^`>]*)>)?`")
+CITE = re.compile(r"\{cite(?::(?P<style>[tp]))?\}`(?P<keys>[^`]*)`")
+BIB_ENTRY = re.compile(r"@\w+\{(?P<key>[^,\s]+),(?P<body>.*?)\n\}", re.DOTALL)
+
+
+def bib_names(bib: str) -> dict[str, tuple[str, str]]:
+    """key -> (short author list, year) for every entry of a BibTeX file: ('Huang et al.', '2025')."""
+    names = {}
+    for entry in BIB_ENTRY.finditer(bib):
+        fields = dict(re.findall(r"(\w+)\s*=\s*\{((?:[^{}]|\{[^{}]*\})*)\}", entry["body"]))
+        authors = [
+            a.strip().replace("{", "").replace("}", "") for a in " ".join(fields["author"].split()).split(" and ")
+        ]
+        last = [a.split(",")[0] for a in authors]
+        short = last[0] if len(last) == 1 else f"{last[0]} and {last[1]}" if len(last) == 2 else f"{last[0]} et al."
+        names[entry["key"]] = (short, fields["year"])
+    return names
+
+
+GLOSSARY = re.compile(r"^```\{glossary\}\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def glossary_terms(glossary: str) -> dict[str, str]:
+    """lower-cased term -> the term as the glossary (``chapters/glossary.md``) writes it, for every entry."""
+    block = GLOSSARY.search(glossary)
+    if block is None:
+        raise ValueError("the glossary has no {glossary} block")
+    terms = [line.strip() for line in block.group(1).splitlines() if line.strip() and not line[0].isspace()]
+    return {t.lower(): t for t in terms}
+
+
+def term_anchor(term: str, terms: dict[str, str]) -> str:
+    """The id Sphinx gives a glossary entry (terms match case-insensitively, the id keeps the glossary's case):
+    ``"icl score"`` -> ``"term-ICL-score"``."""
+    if term.lower() not in terms:
+        raise ValueError(f"{term!r} is not a term of the glossary (chapters/glossary.md)")
+    return "term-" + re.sub(r"[^A-Za-z0-9]+", "-", terms[term.lower()]).strip("-")
+
+
+def roles_to_links(markdown: str, names: dict[str, tuple[str, str]], book: str, terms: dict[str, str]) -> str:
+    """{term}`text <term>` -> [text](glossary#term); {cite:t}`key` -> [Author et al. (2025)](references);
+    {cite}`key` -> ([Author et al. 2025](references)): links into the book published at ``book``; ``terms`` from
+    :func:`glossary_terms`."""
+    glossary, references = f"{book}/chapters/glossary.html", f"{book}/chapters/references.html"
+
+    def term(m: re.Match[str]) -> str:
+        target = (m["target"] or m["text"]).strip()
+        return f"[{m['text']}]({glossary}#{term_anchor(target, terms)})"
+
+    def cite(m: re.Match[str]) -> str:
+        refs = [names[k.strip()] for k in m["keys"].split(",")]
+        if m["style"] == "t":
+            return "; ".join(f"[{who} ({year})]({references})" for who, year in refs)
+        return "(" + "; ".join(f"[{who} {year}]({references})" for who, year in refs) + ")"
+
+    return CITE.sub(cite, TERM.sub(term, markdown))
+
+
+def dropdowns_to_details(markdown: str) -> str:
+    """```{dropdown} Title ... ``` (or :::) -> <details><summary>Title</summary> ... </details>."""
+    return DROPDOWN.sub(
+        lambda m: f"<details><summary>{m.group(2) or 'Show'}</summary>\n\n{m.group(3).strip()}\n\n</details>", markdown
+    )
+
+
+def learner_notebook(
+    nb: dict,
+    name: str,
+    names: dict[str, tuple[str, str]] | None = None,
+    book: str = "",
+    terms: dict[str, str] | None = None,
+) -> dict:
+    """The learner edition of chapter ``name`` (its file stem; see the module docstring); ``names`` from
+    :func:`bib_names`, ``book`` the published book's address, ``terms`` from :func:`glossary_terms` (defaults: the
+    book's own)."""
+    names = bib_names((ROOT / "references.bib").read_text()) if names is None else names
+    book = book or pages_url()
+    terms = glossary_terms((ROOT / "chapters" / "glossary.md").read_text()) if terms is None else terms
+    cells = []
+    for cell in nb["cells"]:
+        cell = json.loads(json.dumps(cell))
+        if "solution" in tags(cell):
+            continue
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+            kept = [t for t in tags(cell) if t not in SKIP_TAGS]
+            if kept:
+                cell["metadata"]["tags"] = kept
+            else:
+                cell.get("metadata", {}).pop("tags", None)
+        elif cell["cell_type"] == "markdown":
+            cell["source"] = roles_to_links(dropdowns_to_details(text(cell)), names, book, terms)
+        cells.append(cell)
+    title = re.sub(r"^#\s*", "", text(nb["cells"][0]).splitlines()[0]).strip()
+    words = {"title": title, "page": f"{book}/chapters/{name}.html"}
+    has_exercises = any("exercise-stub" in tags(c) for c in cells)
+    notice = (EXERCISES if has_exercises else NO_EXERCISES).format(**words)
+    cells.insert(1, {"cell_type": "markdown", "metadata": {}, "source": notice})
+    out = dict(nb, cells=cells)
+    if "nbformat_minor" in out and out["nbformat_minor"] >= 5:
+        for i, cell in enumerate(cells):
+            cell.setdefault("id", f"learner-{i}")
+    return out
+
+
+def chapters() -> list[Path]:
+    """The chapter notebooks, in order."""
+    return sorted((ROOT / "chapters").glob("*.ipynb"))
+
+
+def rendered(path: Path) -> str:
+    """The learner edition of the chapter at ``path``, as the file ``make learner`` writes."""
+    return json.dumps(learner_notebook(json.loads(path.read_text()), path.stem), indent=1, ensure_ascii=False) + "\n"
+
+
+def main(out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in chapters():
+        target = out_dir / path.name
+        target.write_text(rendered(path))
+        written.append(target)
+    return written
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "learner"
+    for p in main(out):
+        print(f"wrote {p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}")

@@ -1,0 +1,72 @@
+"""The learner edition as learners run it (``make learner-run``, marker ``learner_run``; CI runs it).
+
+Every notebook of ``learner/`` is executed top to bottom twice, without strict checks, as in Colab or ``make lab``:
+
+- with every stub untouched: it must finish, each check saying the exercise is not implemented yet and that the
+  chapter goes on with the book's version;
+- with a wrong answer in every stub (``return None``): it must finish too, each check saying what differs.
+
+A check that raises anything but its own failure, or a cell that needs the learner's function to be right, stops
+"Run all": this test finds it.
+"""
+
+import os
+import re
+
+import nbformat
+import pytest
+from bookfiles import ROOT, tags
+from nbclient import NotebookClient
+
+pytestmark = pytest.mark.learner_run
+
+LEARNER = sorted((ROOT / "learner").glob("*.ipynb"))
+WITH_EXERCISES = [p for p in LEARNER if '"exercise-stub"' in p.read_text()]
+FALLBACK = "Not solved yet: the cells below use the book's version"
+STUB_BODY = re.compile(r"^(\s+)raise NotImplementedError\s*$", re.M)
+
+
+def run(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    env = {k: v for k, v in os.environ.items() if k != "CIRCUITS_STRICT_CHECKS"}
+    env.update(CIRCUITS_PROGRESS="0", OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
+    client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}})
+    return client.execute(env=env)  # the learner's environment: no strict checks
+
+
+def printed(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+
+
+def check_cells(nb):
+    """(stub cell, the check cell after it) for every exercise."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    return [(c, code[i + 1]) for i, c in enumerate(code) if "exercise-stub" in tags(c)]
+
+
+def load(path):
+    return nbformat.reads(path.read_text(), as_version=4)
+
+
+@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
+def test_run_all_with_every_stub_untouched(path):
+    nb = run(load(path))
+    for stub, check in check_cells(nb):
+        out = printed(check)
+        assert "not implemented yet" in out and FALLBACK in out, f"{path.name}: after {stub.source[:60]!r}: {out!r}"
+
+
+@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
+def test_run_all_with_a_wrong_answer_in_every_stub(path):
+    nb = load(path)
+    for stub, _ in check_cells(nb):
+        assert STUB_BODY.search(stub.source), f"{path.name}: a stub without `raise NotImplementedError`"
+        stub.source = STUB_BODY.sub(r"\1return None", stub.source)
+    nb = run(nb)
+    for stub, check in check_cells(nb):
+        out = printed(check)
+        assert FALLBACK in out and "not implemented yet" not in out, f"{path.name}: after {stub.source[:60]!r}: {out!r}"
+
+
+def test_the_simulation_covers_every_exercise():
+    stubs = sum(len(check_cells(load(p))) for p in WITH_EXERCISES)
+    assert stubs >= 40, f"only {stubs} exercises found in learner/"
