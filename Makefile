@@ -20,6 +20,9 @@ export OMP_NUM_THREADS ?= 1
 # pytest-xdist workers for `make test` (whole notebooks per worker: --dist loadfile).
 JOBS   ?= 2
 
+# Where `make test` keeps the chapters it executed, for `make book` to reuse.
+EXECUTED := _build/executed
+
 # `make wheelhouse`: every wheel a learner needs on this platform (lib, its runtime dependencies, JupyterLab).
 WHEELHOUSE ?= _build/wheelhouse
 
@@ -33,7 +36,10 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e .
 	@touch $(STAMP)
 
+# The book reuses what `make test` executed, where nothing it depends on changed since (scripts/shared_execution.py),
+# and executes the other chapters itself: one execution of every chapter per CI run.
 book: $(STAMP)
+	$(PY) scripts/shared_execution.py $(EXECUTED) _build/.jupyter_cache
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
 	$(PY) -m pytest -q -m built_book tests
 	@echo "Book built: file://$(CURDIR)/_build/html/index.html"
@@ -43,7 +49,8 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
-	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -m "not built_book and not colab and not learner_run" tests chapters
+	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -m "not built_book and not colab and not learner_run" \
+		-p scripts.shared_execution --keep-executed $(EXECUTED) tests chapters
 
 # The learner edition run as learners run it (tests/book/test_learner_run.py): every learner/ notebook top to bottom,
 # stubs untouched and with a wrong answer in every stub, without strict checks; it must finish both ways.

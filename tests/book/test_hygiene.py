@@ -65,7 +65,8 @@ def test_config_is_strict_and_points_at_main():
     assert cfg["only_build_toc_files"] is True
     assert cfg["repository"]["branch"] == "main"
     assert cfg["sphinx"]["config"]["nb_execution_raise_on_error"] is True
-    assert cfg["execute"]["execute_notebooks"] == "force"
+    # "cache": reuse of `make test`'s execution, never of an older build (tests/book/test_shared_execution.py)
+    assert cfg["execute"]["execute_notebooks"] == "cache"
     for pattern in (".venv", ".pytest_cache", "_build", "**/site-packages"):
         assert pattern in cfg["exclude_patterns"]
 
