@@ -1,15 +1,18 @@
 """The learner edition as learners run it (``make learner-run``, marker ``learner_run``; CI runs it).
 
-Every notebook of ``learner/`` is executed top to bottom twice, without strict checks, as in Colab or ``make lab``:
+Every notebook of ``learner/`` is executed top to bottom, without strict checks, as in Colab or ``make lab``, with
+every exercise met both ways a learner meets it:
 
-- with every stub untouched: it must finish, each check saying the exercise is not implemented yet and that the
-  chapter goes on with the book's version;
-- with a wrong answer in every stub (``return None``): it must finish too, each check saying what differs.
+- the stub untouched: the check must say the exercise is not implemented yet and that the chapter goes on with
+  the book's version;
+- then a wrong answer in the stub (``return None``, the stub and its check cell run again right after): the check
+  must say what differs and go on with the book's version too.
 
 A check that raises anything but its own failure, or a cell that needs the learner's function to be right, stops
-"Run all": this test finds it.
+"Run all": this test finds it. (Both ways in one run: each chapter is executed once, not twice.)
 """
 
+import copy
 import os
 import re
 
@@ -47,26 +50,38 @@ def load(path):
     return nbformat.reads(path.read_text(), as_version=4)
 
 
-@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
-def test_run_all_with_every_stub_untouched(path):
-    nb = run(load(path))
+def with_wrong_answers(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` with, after every exercise's check cell, its stub again with a wrong answer and the check again."""
+    nb = copy.deepcopy(nb)
     for stub, check in check_cells(nb):
-        out = printed(check)
-        assert "not implemented yet" in out and FALLBACK in out, f"{path.name}: after {stub.source[:60]!r}: {out!r}"
+        assert STUB_BODY.search(stub.source), f"a stub without `raise NotImplementedError`: {stub.source[:60]!r}"
+        wrong = copy.deepcopy(stub)
+        wrong.source = STUB_BODY.sub(r"\1return None", stub.source)
+        wrong.metadata["tags"] = ["exercise-stub", "wrong-answer"]
+        at = nb.cells.index(check) + 1
+        nb.cells[at:at] = [wrong, copy.deepcopy(check)]
+    return nb
 
 
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
-def test_run_all_with_a_wrong_answer_in_every_stub(path):
-    nb = load(path)
-    for stub, _ in check_cells(nb):
-        assert STUB_BODY.search(stub.source), f"{path.name}: a stub without `raise NotImplementedError`"
-        stub.source = STUB_BODY.sub(r"\1return None", stub.source)
-    nb = run(nb)
+def test_run_all_with_every_stub_untouched_then_wrong(path):
+    nb = run(with_wrong_answers(load(path)))
     for stub, check in check_cells(nb):
         out = printed(check)
-        assert FALLBACK in out and "not implemented yet" not in out, f"{path.name}: after {stub.source[:60]!r}: {out!r}"
+        if "wrong-answer" in tags(stub):
+            assert FALLBACK in out and "not implemented yet" not in out, (
+                f"{path.name}: after {stub.source[:60]!r}: {out!r}"
+            )
+        else:
+            assert "not implemented yet" in out and FALLBACK in out, f"{path.name}: after {stub.source[:60]!r}: {out!r}"
+
+
+def test_each_exercise_is_met_both_ways():
+    nb = with_wrong_answers(load(WITH_EXERCISES[0]))
+    kinds = ["wrong-answer" in tags(stub) for stub, _ in check_cells(nb)]
+    assert kinds == [False, True] * (len(kinds) // 2), kinds
 
 
 def test_the_simulation_covers_every_exercise():
-    stubs = sum(len(check_cells(load(p))) for p in WITH_EXERCISES)
+    stubs = sum(len(check_cells(load(p))) for p in WITH_EXERCISES)  # the learner edition's, before doubling
     assert stubs >= 40, f"only {stubs} exercises found in learner/"
