@@ -26,7 +26,7 @@ EXECUTED := _build/executed
 # `make wheelhouse`: every wheel a learner needs on this platform (lib, its runtime dependencies, JupyterLab).
 WHEELHOUSE ?= _build/wheelhouse
 
-.PHONY: setup book test colab lab wheelhouse serve learner learner-run bench clean
+.PHONY: setup book test colab lab wheelhouse serve learner learner-run gpu-check-cpu bench clean
 
 setup: $(STAMP)
 
@@ -49,7 +49,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
-	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -m "not built_book and not colab and not learner_run" \
+	$(PY) -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -m "not built_book and not colab and not learner_run and not gpu_check" \
 		-p scripts.shared_execution --keep-executed $(EXECUTED) tests chapters
 
 # The learner edition run as learners run it (tests/book/test_learner_run.py): every learner/ notebook top to bottom,
@@ -62,6 +62,11 @@ learner-run: $(STAMP)
 # (as Colab does), so it is not part of `make test`, which works offline; .ci/run runs it.
 colab: $(STAMP)
 	$(PY) -m pytest -q -p no:xdist -m colab tests
+
+# bench/gpu_check.sh as the GPU machine runs it (no network, its own Python, carried wheels), on this CPU
+# (tests/book/test_gpu_check.py). Building the simulated machine needs the package index, so .ci/run runs it, not `make test`.
+gpu-check-cpu: $(STAMP)
+	$(PY) -m pytest -q -p no:xdist -m gpu_check tests/book/test_gpu_check.py
 
 # The lean learner's path: only the runtime dependencies (pyproject.toml) and JupyterLab, then the learner edition
 # (learner/) opens.
