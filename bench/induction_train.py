@@ -50,7 +50,7 @@ def book(max_steps: int = 800) -> tuple[float, int | None, float | None]:
 
 def plain(max_steps: int = 3000) -> tuple[float, int | None, float | None]:
     seq, vocab = 48, 64
-    config = sequences.InductionConfig(seq_len=seq, max_repeat=23)
+    config = sequences.InductionConfig(seq_len=seq, max_repeat=23, prefix_segment=11)  # (prefix set unused here)
     model = models.make_model(config, seed=0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     generator = torch.Generator().manual_seed(0)
