@@ -22,9 +22,10 @@ def _copy_plotly_js(app: Any, exception: Exception | None) -> None:
 
 
 def _load_on_figure_pages(app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
-    """Load plotly.js (before the body, so the figures' scripts find it) only on pages with a figure."""
+    """Load plotly.js only on pages with a figure, deferred: its 4.8 MB no longer hold back the page's first paint (the
+    figures' scripts draw at DOMContentLoaded, after deferred scripts have run)."""
     if FIGURE_CLASS in context.get("body", ""):
-        app.add_js_file(PLOTLY_JS)
+        app.add_js_file(PLOTLY_JS, loading_method="defer")
 
 
 def setup(app: Any) -> dict[str, Any]:

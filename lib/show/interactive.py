@@ -45,7 +45,7 @@ WIDTH = 690
 #: Shown on the figure's ``div`` when plotly.js is missing (a notebook viewer that runs no plotly).
 NO_PLOTLY = (
     "This interactive figure needs plotly.js, which this viewer does not load: "
-    "the explorer above (with a live kernel) and the static figure below show the same data."
+    "the static figure below shows the same data (and, run as a notebook, so does the explorer widget)."
 )
 
 
@@ -350,20 +350,25 @@ def ablation_figure(
 
 
 def page_html(fig: go.Figure, div_id: str | None = None) -> str:
-    """The figure as an HTML fragment that draws it with the page's plotly.js (no ``<script src>`` of its own);
-    without plotly.js the ``div`` shows :data:`NO_PLOTLY` instead of raising a JavaScript error."""
+    """The figure as an HTML fragment that draws it with the page's plotly.js (no ``<script src>`` of its own), once
+    the page is parsed (the book loads plotly.js deferred); without plotly.js the ``div`` shows :data:`NO_PLOTLY`
+    instead of raising a JavaScript error."""
     div_id = div_id or f"figure-{uuid.uuid4().hex[:12]}"
     spec = pio.to_json({**fig.to_plotly_json(), "config": CONFIG}, validate=False)
     height = int(fig.layout.height or 450)
     return (
         f'<div id="{div_id}" class="{FIGURE_CLASS}" style="width:100%;max-width:{WIDTH}px;height:{height}px;">'
         f"</div>\n<script>\n(function () {{\n"
-        f'  var el = document.getElementById("{div_id}");\n'
-        f"  if (!el) return;\n"
-        f"  if (!window.Plotly) {{ el.style.height = 'auto'; el.textContent = {json.dumps(NO_PLOTLY)}; return; }}\n"
         f"  var fig = {spec};\n"
-        f"  Plotly.newPlot(el, fig.data, fig.layout, fig.config)"
+        f"  function draw() {{\n"
+        f'    var el = document.getElementById("{div_id}");\n'
+        f"    if (!el) return;\n"
+        f"    if (!window.Plotly) {{ el.style.height = 'auto'; el.textContent = {json.dumps(NO_PLOTLY)}; return; }}\n"
+        f"    Plotly.newPlot(el, fig.data, fig.layout, fig.config)"
         f".then(function () {{ return Plotly.addFrames(el, fig.frames || []); }});\n"
+        f"  }}\n"
+        # the book loads plotly.js deferred (the page paints first): it has run by DOMContentLoaded
+        f"  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', draw); else draw();\n"
         f"}})();\n</script>"
     )
 

@@ -21,7 +21,11 @@ def load_extension():
 def test_sphinx_hook_loads_plotly_only_on_figure_pages_and_writes_it(tmp_path):
     plotly_assets = load_extension()
     added = []
-    app = SimpleNamespace(add_js_file=added.append, outdir=str(tmp_path), builder=SimpleNamespace(format="html"))
+    app = SimpleNamespace(
+        add_js_file=lambda name, **options: added.append((name, options)),
+        outdir=str(tmp_path),
+        builder=SimpleNamespace(format="html"),
+    )
     plotly_assets._load_on_figure_pages(app, "chapters/05", "page.html", {"body": "<p>text</p>"}, None)
     assert added == []
     body = interactive.page_html(
@@ -30,7 +34,7 @@ def test_sphinx_hook_loads_plotly_only_on_figure_pages_and_writes_it(tmp_path):
         )
     )
     plotly_assets._load_on_figure_pages(app, "chapters/05", "page.html", {"body": body}, None)
-    assert added == [interactive.PLOTLY_JS]
+    assert added == [(interactive.PLOTLY_JS, {"loading_method": "defer"})]  # the page paints before plotly.js runs
     plotly_assets._copy_plotly_js(app, None)
     js = (tmp_path / "_static" / interactive.PLOTLY_JS).read_text()
     assert len(js) > 1_000_000 and "window.Plotly" in js

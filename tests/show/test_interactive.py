@@ -146,7 +146,8 @@ def test_page_html_draws_with_the_pages_plotly_and_references_no_url():
     assert "Plotly.newPlot" in html and "Plotly.addFrames" in html
     assert "<script src" not in html and not re.search(r"https?://", html)
     assert "</script>" not in html.split("<script>", 1)[1][:-9]  # the JSON cannot end the script early
-    spec = re.search(r"var fig = (.*);\n  Plotly.newPlot", html).group(1)
+    spec = re.search(r"var fig = (.*);\n  function draw", html).group(1)
+    assert "DOMContentLoaded" in html  # drawn once the page is parsed: plotly.js is loaded deferred
     assert len(json.loads(spec)["frames"]) == 5
 
 
