@@ -153,3 +153,32 @@ def test_figures_fit_the_page_column():
     assert widths, "no figures found"
     too_wide = {name: w for name, w in widths.items() if w > MAX_FIGURE_PX}
     assert not too_wide, f"figures wider than {MAX_FIGURE_PX} px: {too_wide}"
+
+
+def test_no_script_or_stylesheet_from_another_site():
+    """The book promises to work offline: every script and stylesheet a page loads is the book's own (an ipywidgets
+    explorer, which would pull its viewer from a CDN, is left out of the rendered book: tag remove-cell)."""
+    remote = {
+        page.name: found
+        for page in pages()
+        if (
+            found := [
+                tag.get("src") or tag.get("href")
+                for tag in soup_of(page).select("script[src], link[rel=stylesheet][href]")
+                if re.match(r"(https?:)?//", tag.get("src") or tag.get("href"))
+            ]
+        )
+    }
+    assert not remote, f"pages loading from another site: {remote}"
+
+
+def test_plotly_loads_deferred_and_every_page_has_its_favicon():
+    """plotly.js (4.8 MB) must not hold back the first paint; every page names a favicon the book carries."""
+    for page in pages():
+        soup = soup_of(page)
+        for script in soup.select("script[src]"):
+            if "plotly" in script["src"]:
+                assert script.has_attr("defer"), f"{page.name}: plotly.js loads before the page paints"
+        icon = soup.select_one("link[rel~=icon]")
+        assert icon is not None, f"{page.name}: no favicon"
+        assert (page.parent / icon["href"]).resolve().is_file(), f"{page.name}: favicon {icon['href']} missing"
