@@ -64,8 +64,9 @@ NOTES = """\
   GPU.
 - **Ablation sweep.** Batching all ablations of a checkpoint into one forward pass is slower than one pass per
   ablation on the CPU (larger tensors, no idle hardware to fill); it is meant for a GPU.
-- **GPU.** `bench/gpu_check.sh` runs every chapter and these benchmarks on a CUDA machine; no CUDA machine was
-  available when this page was generated, so there are no GPU numbers here yet.
+- **GPU.** `bench/gpu_check.sh` runs every chapter and these benchmarks on a CUDA machine that has no network, from
+  wheels carried with the tree (`scripts/collect_gpu_wheels.py`); `make gpu-check-cpu` runs it the same way on the
+  CPU in CI. No CUDA machine was available when this page was generated, so there are no GPU numbers here yet.
 """
 
 
