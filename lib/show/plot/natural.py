@@ -97,10 +97,9 @@ def ablation_by_checkpoint(
     right: Axes = axes[0, 1]
     for name, loss in losses.items():
         right.plot(list(steps), to_numpy(loss), marker="o", lw=1.4, label=name)
-    right.set_xscale("log")
     finish_axis(
         right,
-        xlabel="training step (log scale)",
+        xlabel="training step",
         ylabel="held-out loss (nats)",
         title="What it costs",
         title_size=10,
