@@ -189,22 +189,54 @@ def _curve(steps: Iterable[int], loss: Iterable[float] | torch.Tensor, minimum: 
     return at, values
 
 
+def steepest_rise(steps: Iterable[int], values: Iterable[float] | torch.Tensor, span: int) -> tuple[int, int]:
+    """``(s, s + span)``: the stretch of ``span`` steps, both ends logged, over which a curve rises the most.
+
+    Dates a change without choosing levels of the curve itself (chapter 8 dates its phase change by the ICL score's
+    steepest improvement). The earliest such stretch wins a tie.
+
+    Args:
+        steps: ``(K,)`` increasing steps. values: ``(K,)``. span: the stretch's length in steps.
+    """
+    at, v = _curve(steps, values, minimum=2)
+    validate.positive_int("span", span)
+    value_at = dict(zip(at, v))
+    stretches = [(value_at[s + span] - value_at[s], s) for s in at if s + span in value_at]
+    if not stretches:
+        raise ValueError(f"no two logged steps are {span} apart: steps {at[:5]}...")
+    best = max(rise for rise, _ in stretches)
+    start = next(s for rise, s in stretches if rise == best)
+    return start, start + span
+
+
+def rise_step(steps: Iterable[int], values: Iterable[float] | torch.Tensor, share: float) -> int:
+    """The first step at which a rising curve has covered ``share`` of the way from its first value to its maximum.
+
+    Unlike :func:`half_change_step` (first to *last* value), a curve that falls back after its peak is dated by its
+    rise alone.
+
+    Args:
+        steps: ``(K,)`` increasing steps. values: ``(K,)``. share: in ``[0, 1]``.
+    """
+    at, v = _curve(steps, values, minimum=2)
+    if not 0 <= share <= 1:
+        raise ValueError(f"share must be in [0, 1], got {share!r}")
+    first, top = v[0], max(v)
+    if top <= first:
+        raise ValueError("the curve never rises above its first value: no rise to locate")
+    return next(s for s, x in zip(at, v) if (x - first) / (top - first) >= share)
+
+
 def rise_window(
     steps: Iterable[int], values: Iterable[float] | torch.Tensor, low: float = 0.1, high: float = 0.9
 ) -> tuple[int, int]:
     """Where a rising curve makes its rise: the first steps at which it has covered ``low`` and ``high`` of the way
-    from its first value to its maximum (chapter 8 dates its induction head's formation by it).
+    from its first value to its maximum (:func:`rise_step`; chapter 8 dates its phase change by it).
 
     Args:
         steps: ``(K,)`` increasing steps. values: ``(K,)``.
     """
-    at, v = _curve(steps, values, minimum=2)
     if not 0 <= low < high <= 1:
         raise ValueError(f"need 0 <= low < high <= 1, got low={low!r}, high={high!r}")
-    first, top = v[0], max(v)
-    if top <= first:
-        raise ValueError("the curve never rises above its first value: no rise to locate")
-    covered = [(x - first) / (top - first) for x in v]
-    start = next(s for s, c in zip(at, covered) if c >= low)
-    end = next(s for s, c in zip(at, covered) if c >= high)
-    return start, end
+    steps = list(steps)
+    return rise_step(steps, values, low), rise_step(steps, values, high)

@@ -22,7 +22,7 @@ import torch
 from lib.core.tokens import BOS
 from lib.core.train import TrainConfig, train
 from lib.induction import models, scores
-from lib.induction.natural import corpus, probes, runs
+from lib.induction.natural import corpus, edits, probes, runs
 
 ROOT = Path(__file__).resolve().parents[2]
 MB = 1_000_000
@@ -410,3 +410,91 @@ def test_save_run_round_trips_the_typed_settings_and_log(tmp_path):
     assert TrainConfig(**data["train"]) == run.train
     assert {int(s): probes.Measurement(**m) for s, m in data["log"].items()} == run.log
     assert sorted(data["checkpoints"]) == sorted(run.checkpoints)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the Olsson-style probe, eligible positions, the split ICL score, the top key, the pattern edit
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_olsson_repeat_probe_has_no_repeat_within_a_copy():
+    tokens = probes.olsson_repeat_probe(n=6, half=40, seed=3)
+    assert tokens.shape == (6, 81) and tokens.dtype == torch.int64
+    assert (tokens[:, 0] == BOS).all() and torch.equal(tokens[:, 1:41], tokens[:, 41:])
+    pool = set(probes.common_tokens()[probes.OLSSON_SKIP :].tolist())
+    for row in tokens[:, 1:41].tolist():
+        assert len(set(row)) == 40 and set(row) <= pool
+    assert torch.equal(tokens, probes.olsson_repeat_probe(n=6, half=40, seed=3))
+    assert not torch.equal(tokens, probes.olsson_repeat_probe(n=6, half=40, seed=4))
+    with pytest.raises(ValueError, match="half must be at most 224"):
+        probes.olsson_repeat_probe(half=225)
+
+
+def test_chapter_5_prefix_matching_is_the_one_key_score_on_the_olsson_probe():
+    """With no repeat within a copy, each second-copy query has one valid key: the two definitions agree."""
+    tokens = probes.olsson_repeat_probe(n=4, half=10, seed=0)
+    pattern = torch.rand(2, 4, 3, 21, 21).tril()
+    pattern = pattern / pattern.sum(-1, keepdim=True)
+    torch.testing.assert_close(scores.prefix_matching_score(pattern, tokens), probes.repeat_prefix_matching(pattern))
+
+
+def test_copy_losses():
+    loss = torch.arange(8.0).expand(2, 3, 8)  # h = 4: first copy 0, 1, 2; second copy 4 .. 7
+    first, second = probes.copy_losses(loss)
+    assert first.tolist() == [1.0, 1.0] and second.tolist() == [5.5, 5.5]
+    with pytest.raises(ValueError, match="2 h"):
+        probes.copy_losses(torch.zeros(3, 7))
+
+
+def test_eligible_positions():
+    tokens = torch.tensor([[BOS, 5, 6, 5, 7, 6, 6]])
+    # loss position p: has tokens[p] occurred at 1 .. p - 1?
+    assert probes.eligible_positions(tokens).tolist() == [[False, False, False, True, False, True]]
+
+
+def test_icl_where():
+    loss = torch.rand(3, 4, 255)
+    everywhere = torch.ones(4, 255, dtype=torch.bool)
+    pooled = loss[..., probes.LATE].mean((-1, -2)) - loss[..., probes.EARLY].mean((-1, -2))
+    torch.testing.assert_close(probes.icl_where(loss, everywhere), pooled)
+    where = torch.zeros(4, 255, dtype=torch.bool)
+    where[0, 20] = where[2, 250] = True
+    torch.testing.assert_close(probes.icl_where(loss, where), loss[:, 2, 250] - loss[:, 0, 20])
+    with pytest.raises(ValueError, match="selects no position"):
+        probes.icl_where(loss, torch.zeros(4, 255, dtype=torch.bool))
+    with pytest.raises(ValueError, match="bool tensor of shape"):
+        probes.icl_where(loss, everywhere[:3])
+
+
+def test_top_key_share():
+    keys = torch.zeros(1, 3, 3, dtype=torch.bool)
+    keys[0, 1, 0] = keys[0, 2, 1] = True
+    pattern = torch.zeros(1, 2, 3, 3)
+    pattern[0, 0, :, 0] = 1.0  # head 0: always key 0 (right at query 1, wrong at query 2)
+    pattern[0, 1, 1, 0], pattern[0, 1, 2, 1] = 1.0, 1.0  # head 1: right at both
+    pattern[0, 1, 0, 0] = 1.0
+    queries = torch.tensor([[False, True, True]])
+    assert probes.top_key_share(pattern, keys, queries).tolist() == [0.5, 1.0]
+    with pytest.raises(ValueError, match="non-empty"):
+        probes.top_key_share(pattern, keys, torch.zeros(1, 3, dtype=torch.bool))
+
+
+def test_without_prefix_matching_removes_exactly_those_attention_terms():
+    """One layer, no LayerNorm: the edit subtracts (pattern x mask) v W_O W_U of the head from the logits."""
+    config = runs.NaturalConfig(n_layers=1, n_heads=2, d_model=16, d_head=8, seq_len=12)
+    model = runs.make_model(config, seed=1)
+    tokens = torch.tensor([[BOS, 5, 6, 7, 5, 6, 9, 7, 5, 2, 3, 6], [BOS, *range(10, 21)]])
+    edited = edits.without_prefix_matching_loss(model, tokens, (0, 1), chunk=1)
+    with torch.inference_mode():
+        logits, cache = model.run_with_cache(tokens)
+        mask = scores.prefix_matching_mask(tokens).float()
+        pattern, v = cache["blocks.0.attn.hook_pattern"][:, 1], cache["blocks.0.attn.hook_v"][:, :, 1]
+        removed = ((pattern * mask) @ v) @ model.W_O[0, 1] @ model.W_U
+        expected = scores.next_token_loss(logits - removed, tokens)
+    torch.testing.assert_close(edited, expected, rtol=1e-4, atol=1e-4)
+    clean = scores.next_token_loss(logits, tokens)
+    assert torch.equal(edited[1], clean[1])  # no repeat in the second row: nothing to remove
+    eligible = probes.eligible_positions(tokens)
+    assert torch.equal(edited[~eligible], clean[~eligible]) and not torch.equal(edited[eligible], clean[eligible])
+    with pytest.raises(ValueError, match="head"):
+        edits.without_prefix_matching_loss(model, tokens, (0, 2))

@@ -334,3 +334,27 @@ def test_rise_window_dates_the_rise_by_the_share_covered():
         dynamics.rise_window(steps, values, low=0.9, high=0.1)
     with pytest.raises(ValueError, match="matching steps"):
         dynamics.rise_window(steps[:-1], values)
+
+
+def test_rise_step_dates_by_the_share_of_the_rise_to_the_peak():
+    steps = [0, 10, 20, 30, 40, 50]
+    values = torch.tensor([0.0, 0.05, 0.3, 0.95, 1.0, 0.2])  # falls back after its peak: the fall does not count
+    assert dynamics.rise_step(steps, values, 0.5) == 30
+    assert dynamics.rise_step(steps, values, 0.3) == 20
+    assert dynamics.rise_step(steps, values, 1.0) == 40
+    assert dynamics.half_change_step(steps, values) == 20  # first to last value, for contrast
+    with pytest.raises(ValueError, match="share must be in"):
+        dynamics.rise_step(steps, values, 1.5)
+
+
+def test_steepest_rise_finds_the_fastest_stretch():
+    steps = [0, 100, 200, 300, 400, 500, 750, 1000]
+    values = [0.0, 0.3, 0.35, 0.4, 0.9, 0.92, 0.92, 2.0]  # the largest 200-step rise: 200 -> 400
+    assert dynamics.steepest_rise(steps, values, 200) == (200, 400)
+    assert dynamics.steepest_rise(steps, values, 100) == (300, 400)
+    assert dynamics.steepest_rise(steps, [1.0] * 8, 100) == (0, 100)  # a tie: the earliest
+    assert dynamics.steepest_rise(steps, values, 250) == (750, 1000)  # only 500 -> 750 and 750 -> 1000 are logged
+    with pytest.raises(ValueError, match="no two logged steps are 150 apart"):
+        dynamics.steepest_rise(steps, values, 150)
+    with pytest.raises(ValueError, match="span must be a positive integer"):
+        dynamics.steepest_rise(steps, values, 0)

@@ -251,6 +251,18 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
     ),
     ("phase_change_signatures", "signatures only", (STEPS, {"flat": [1.0, 1.0, 1.0, 1.0]}), {}),
     (
+        "phase_change_signatures",
+        "scaled to the peak",
+        (STEPS, {"rises, then falls back": [0.0, 0.8, 1.0, 0.7]}),
+        {"window": WINDOW, "scale": "peak"},
+    ),
+    (
+        "ablation_by_checkpoint",
+        "two ablations",
+        (STEPS, [0.0, 0.2, 0.6, 0.5], {"whole head": [1.0, 0.9, 0.8, 0.8], "edit": [0.4, 0.7, 0.9, 0.8]}),
+        {"losses": {"intact": [3.8, 3.5, 3.2, 2.9], "whole head": [4.0, 3.9, 3.8, 3.3]}, "head": "L0H6"},
+    ),
+    (
         "arm_loss_curves",
         "arms of different lengths",
         ({"1 layer": STEPS, "2 layers": STEPS[:3]}, {"1 layer": rand(2, 4, high=4.0), "2 layers": rand(2, 3)}),
@@ -412,6 +424,8 @@ def test_classifier_labels_do_not_overlap() -> None:
         ("ablation_diagram", ("L0H0", "a very long name"), "reader must be a head name"),
         ("chapter_times", ({}, 90.0), "seconds must name at least one chapter"),
         ("time_to_phase_change", ({"steps": 1}, {"steps": 1, "seconds": 1}), "book must give exactly"),
+        ("ablation_by_checkpoint", ([1, 2], [0.1, 0.2], {}, {"a": [1, 2]}), "must each name at least one"),
+        ("ablation_by_checkpoint", ([1, 2], [0.1, 0.2], {"a": [1]}, {"a": [1, 2]}), "one value per step"),
     ],
 )
 def test_diagrams_reject_bad_input(name: str, args: tuple[Any, ...], match: str) -> None:
@@ -492,3 +506,8 @@ def test_readable_in_the_page_column(name: str, args: tuple[Any, ...], kwargs: d
     assert text_px >= MIN_TEXT_PX, f"{name}: {text!r} is {text_px:.1f} px on the page (figure {width_px:.0f} px wide)"
     assert panels_per_row(fig) <= 3, f"{name}: more than three panels side by side"
     plt.close(fig)
+
+
+def test_phase_change_signatures_scale_must_be_known() -> None:
+    with pytest.raises(ValueError, match="scale must be 'last' or 'peak'"):
+        plot.phase_change_signatures([1, 2], {"a": [1.0, 2.0]}, scale="max")  # type: ignore[arg-type]

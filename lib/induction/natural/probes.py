@@ -70,6 +70,45 @@ def icl_per_window(loss: torch.Tensor) -> torch.Tensor:
     return scores.icl_per_sequence(loss, EARLY, LATE)
 
 
+def eligible_positions(tokens: torch.Tensor) -> torch.Tensor:
+    """Where induction can help: the loss positions whose current token occurred earlier in its window.
+
+    Loss position ``p`` predicts ``tokens[:, p + 1]`` from ``tokens[:, : p + 1]``; it is eligible when
+    ``tokens[:, p]`` occurs at some ``k < p`` (after BOS), so some key (``k + 1``) follows an earlier occurrence of
+    the current token (:func:`lib.induction.scores.prefix_matching_mask`).
+
+    Args:
+        tokens: ``(batch, seq) int64``.
+
+    Returns:
+        ``(batch, seq - 1) bool``.
+    """
+    validate.token_batch(tokens)
+    return scores.prefix_matching_mask(tokens)[:, :-1].any(-1)
+
+
+def icl_where(loss: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """The ICL score at the positions ``where`` selects, pooled over windows: the mean loss over the selected
+    positions of :data:`LATE` minus the mean over the selected positions of :data:`EARLY`.
+
+    Args:
+        loss: ``(..., batch, 255)`` per-token loss of 256-token windows (e.g. stacked over ablations).
+        where: ``(batch, 255) bool``, e.g. :func:`eligible_positions` or its negation.
+
+    Returns:
+        ``loss.shape[:-2]``.
+    """
+    icl_per_window(loss)  # checks the shape
+    if where.dtype != torch.bool or where.shape != loss.shape[-2:]:
+        raise ValueError(
+            f"where must be a bool tensor of shape {tuple(loss.shape[-2:])}, got {where.dtype} {tuple(where.shape)}"
+        )
+    late, early = where[:, LATE], where[:, EARLY]
+    if not late.any() or not early.any():
+        raise ValueError("where selects no position of the early or of the late band: the score is undefined")
+    return loss[..., LATE][..., late].mean(-1) - loss[..., EARLY][..., early].mean(-1)
+
+
 def bootstrap_interval(
     statistic: Callable[[torch.Tensor], torch.Tensor],
     per_window: torch.Tensor,
@@ -150,6 +189,55 @@ def probe_tokens(
     return probes
 
 
+OLSSON_SKIP = 32
+"""The Olsson-style probe (:func:`olsson_repeat_probe`) leaves out the :data:`OLSSON_SKIP` most frequent tokens
+(whitespace, brackets, ``self``), and every token below rank 256 of the training text's counts, which the models
+saw too rarely to have learned much about."""
+
+
+def olsson_repeat_probe(
+    n: int = 32, half: int = 127, seed: int = EVAL_SEED, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """Olsson et al.'s prefix-matching probe on this vocabulary: BOS, ``half`` distinct tokens, the same tokens again.
+
+    Each row draws its tokens *without replacement* from the tokens of frequency rank ``OLSSON_SKIP + 1 .. 256``
+    (:func:`common_tokens`, the most and the least frequent left out), so no token repeats within a copy: every query
+    of the second copy has exactly one key that followed an earlier occurrence of its token, and chapter 5's
+    :func:`lib.induction.scores.prefix_matching_score` measures the attention to that one key.
+
+    Returns:
+        ``(n, 2 half + 1) int64``.
+    """
+    validate.positive_int("n", n)
+    pool = common_tokens()[OLSSON_SKIP:]
+    validate.int_at_least("half", half, 2, "two tokens a copy")
+    if half > len(pool):
+        raise ValueError(f"half must be at most {len(pool)} (the distinct tokens to draw from), got {half}")
+    g = torch.Generator().manual_seed(validate.seed(seed))
+    rows = torch.stack([pool[torch.randperm(len(pool), generator=g)[:half]] for _ in range(n)])
+    bos = torch.full((n, 1), BOS, dtype=torch.int64)
+    tokens = torch.cat([bos, rows, rows], 1)
+    target = check_device(device)
+    return tokens if target is None else tokens.to(target)
+
+
+def copy_losses(loss: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mean loss on the first and on the second copy of a repeated batch (BOS, ``h`` tokens, the same again).
+
+    Args:
+        loss: ``(..., batch, 2 h)`` per-token loss.
+
+    Returns:
+        ``(first, second)``, each ``(...)``: loss positions ``0 .. h - 2`` (the first copy's tokens after BOS; the
+        prediction of the second copy's first token is in neither) and ``h .. 2 h - 1`` (the second copy's tokens
+        after its first, the ones an induction head can predict).
+    """
+    if loss.ndim < 2 or loss.shape[-1] % 2 or loss.shape[-1] < 4:
+        raise ValueError(f"loss must be (..., batch, 2 h) per-token loss of a repeated batch, got {tuple(loss.shape)}")
+    half = loss.shape[-1] // 2
+    return loss[..., : half - 1].mean((-1, -2)), loss[..., half:].mean((-1, -2))
+
+
 def repeat_prefix_matching(pattern: torch.Tensor) -> torch.Tensor:
     """Prefix matching on a repeated batch (BOS, a passage of ``h`` tokens, the passage again).
 
@@ -205,10 +293,9 @@ def measure(model: TransformerBridge, probes: dict[str, torch.Tensor]) -> Measur
         if name not in probes:
             continue
         tokens = probes[name]
-        half = (tokens.shape[1] - 1) // 2
-        repeat_loss = scores.per_token_loss(model, tokens).mean(0)
-        repeats[f"{name}_first"] = repeat_loss[: half - 1].mean().item()
-        repeats[f"{name}_second"] = repeat_loss[half:].mean().item()
+        first, second = copy_losses(scores.per_token_loss(model, tokens))
+        repeats[f"{name}_first"] = first.item()
+        repeats[f"{name}_second"] = second.item()
         repeats[f"{name}_pm"] = repeat_prefix_matching(scores.attention_patterns(model, tokens)).cpu().tolist()
     previous = scores.previous_token_score(scores.attention_patterns(model, probes["text"])).cpu().tolist()
     return Measurement(
@@ -239,6 +326,36 @@ def induction_guess(tokens: torch.Tensor) -> torch.Tensor:
     last = torch.where(same_token, positions, -1).amax(-1)  # (b, q): the most recent earlier occurrence
     following = tokens.gather(1, (last + 1).clamp(max=seq - 1))  # last + 1 <= q: inside the row
     return torch.where(last >= 0, following, -1).long()
+
+
+def top_key_share(pattern: torch.Tensor, keys: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+    """How often each head's strongest attention lands on a chosen key.
+
+    Args:
+        pattern: ``(..., batch, heads, query, key)`` attention.
+        keys: ``(batch, query, key) bool``: the keys that count at each query (e.g.
+            :func:`lib.induction.scores.prefix_matching_mask`).
+        queries: ``(batch, query) bool``: the queries to count.
+
+    Returns:
+        ``(..., heads)``: the share of the selected queries whose most-attended key is selected in ``keys``.
+    """
+    if pattern.ndim < 4 or keys.shape != (pattern.shape[-4], *pattern.shape[-2:]) or keys.dtype != torch.bool:
+        raise ValueError(
+            f"keys must be a (batch, query, key) bool tensor matching pattern {tuple(pattern.shape)}, got "
+            f"{keys.dtype} {tuple(keys.shape)}"
+        )
+    if queries.shape != keys.shape[:2] or queries.dtype != torch.bool or not queries.any():
+        raise ValueError(
+            f"queries must be a non-empty (batch, query) bool tensor, got {queries.dtype} {tuple(queries.shape)}"
+        )
+    strongest = pattern.argmax(-1)  # (..., batch, heads, query)
+    batch, query = keys.shape[:2]
+    b = torch.arange(batch, device=keys.device)[:, None, None]
+    q = torch.arange(query, device=keys.device)[None, None, :]
+    hit = keys[b, q, strongest]  # (..., batch, heads, query)
+    chosen = queries[:, None, :].to(pattern.dtype)
+    return (hit.to(pattern.dtype) * chosen).sum((-1, -3)) / queries.sum()
 
 
 def _share_removed(per_window: torch.Tensor) -> torch.Tensor:

@@ -38,7 +38,7 @@ from lib.show.plot.induction import (
     phase_change_signatures,
 )
 from lib.show.plot.lm import ocr_mean_rank, ocr_rank_curves
-from lib.show.plot.natural import loss_by_position_curves
+from lib.show.plot.natural import ablation_by_checkpoint, loss_by_position_curves
 from lib.show.plot.ocr import (
     ocr_loss_curves,
     ocr_margin_grid,
@@ -88,6 +88,7 @@ __all__ = [
     "ablated_loss_grid",
     # natural text (chapter 8)
     "loss_by_position_curves",
+    "ablation_by_checkpoint",
     # diagrams (chapters 2, 5 and 7)
     "output_value_map_diagram",
     "induction_circuit_diagram",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -391,6 +392,7 @@ def phase_change_signatures(
     train_loss: Array | None = None,
     train_smooth: Array | None = None,
     smooth_label: str = "mean of the last 10 steps",
+    scale: Literal["last", "peak"] = "last",
 ) -> Figure:
     """Olsson et al.'s co-occurring signatures of the phase change on one time axis, and the training loss.
 
@@ -406,7 +408,11 @@ def phase_change_signatures(
         train_steps, train_loss: ``(n,)`` every training step and its batch loss.
         train_smooth: ``(K,)`` the training loss averaged up to each checkpoint, drawn at ``steps`` and
             labelled ``smooth_label``.
+        scale: ``"last"``: 1 is the last value; ``"peak"``: 1 is the maximum (for rising curves that fall back
+            after their peak, as :func:`lib.induction.dynamics.rise_step` dates them).
     """
+    if scale not in ("last", "peak"):
+        raise ValueError(f"scale must be 'last' or 'peak', got {scale!r}")
     panels = 1 if train_loss is None else 2
     fig, axes = new_figure(panels, 1, width=4.6, height=3.6)
     ax: Axes = axes[0, 0]
@@ -415,7 +421,7 @@ def phase_change_signatures(
     colours = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:gray"]
     for (name, curve), colour in zip(signatures.items(), colours):
         v = to_numpy(curve)
-        span = v[-1] - v[0]
+        span = (v[-1] if scale == "last" else v.max()) - v[0]
         progress = (v - v[0]) / span if span != 0 else np.zeros_like(v)
         ax.plot(x, progress, color=colour, lw=1.6, label=name)
         if marks is not None and name in marks:
@@ -424,7 +430,7 @@ def phase_change_signatures(
     finish_axis(
         ax,
         xlabel="training step",
-        ylabel="share of its total change",
+        ylabel="share of its total change" if scale == "last" else "share of its rise to its peak",
         title="Four signatures, one time axis",
         title_size=10,
         legend=True,

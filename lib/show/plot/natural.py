@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -49,5 +49,61 @@ def loss_by_position_curves(
         title=title,
         title_size=10,
         legend=True,
+    )
+    return finish_figure(fig)
+
+
+def ablation_by_checkpoint(
+    steps: Sequence[int],
+    prefix_matching: Array,
+    removed: Mapping[str, Array],
+    losses: Mapping[str, Array],
+    *,
+    head: str = "the head",
+) -> Figure:
+    """A head's ablation at every checkpoint: what it removes against how much the head prefix-matches.
+
+    Args:
+        steps: ``(K,)`` checkpoint steps (each point is labelled with its step).
+        prefix_matching: ``(K,)`` the head's prefix-matching score at those steps (the x axis of the left panel).
+        removed: ablation name -> ``(K,)`` share of the ICL score it removes (left panel).
+        losses: model name (intact and each ablation) -> ``(K,)`` held-out loss (right panel, against the step).
+        head: the head's name, for the axis label.
+    """
+    if not removed or not losses:
+        raise ValueError("removed and losses must each name at least one curve")
+    x = to_numpy(prefix_matching)
+    if len(x) != len(steps) or any(len(to_numpy(v)) != len(steps) for v in (*removed.values(), *losses.values())):
+        raise ValueError(f"every curve must have one value per step ({len(steps)})")
+    fig, axes = new_figure(2, 1, width=3.5, height=3.2)
+    left: Axes = axes[0, 0]
+    for name, share in removed.items():
+        y = to_numpy(share)
+        left.plot(x, y, marker="o", lw=1.4, label=name)
+        for step, xi, yi in zip(steps, x, y):
+            left.annotate(f"{step:,}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    left.axhline(1.0, color="black", lw=0.6, ls="--")
+    left.axhline(0.0, color="black", lw=0.6)
+    finish_axis(
+        left,
+        xlabel=f"prefix matching of {head}",
+        ylabel="share of the ICL score removed",
+        title="What the removal takes away",
+        title_size=10,
+        legend=True,
+        legend_size=7,
+        legend_loc="lower right",
+    )
+    right: Axes = axes[0, 1]
+    for name, loss in losses.items():
+        right.plot(list(steps), to_numpy(loss), marker="o", lw=1.4, label=name)
+    finish_axis(
+        right,
+        xlabel="training step",
+        ylabel="held-out loss (nats)",
+        title="What it costs",
+        title_size=10,
+        legend=True,
+        legend_size=7,
     )
     return finish_figure(fig)
