@@ -182,3 +182,13 @@ def test_plotly_loads_deferred_and_every_page_has_its_favicon():
         icon = soup.select_one("link[rel~=icon]")
         assert icon is not None, f"{page.name}: no favicon"
         assert (page.parent / icon["href"]).resolve().is_file(), f"{page.name}: favicon {icon['href']} missing"
+
+
+def test_headings_are_numbered_two_levels_deep():
+    """ "1.1.1. Exercise 1.1" read as a double number: chapters and sections are numbered, nothing below."""
+    deep = {
+        page.name: found
+        for page in pages()
+        if (found := [s.get_text() for s in soup_of(page).select("span.section-number") if s.get_text().count(".") > 2])
+    }
+    assert not deep, f"headings numbered three levels deep: {deep}"
