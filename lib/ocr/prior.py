@@ -184,6 +184,21 @@ class _RuleRanker:
         scores = self.scorer(model)
         return [mean_rank(scores, answers) for answers in self.answers]
 
+    def measures(self, model: nn.Module, world: int) -> Tensor:
+        """``(3, R)``: per rule ``r``, its answer's mean rank, the share of questions on which it is ranked first
+        (ties shared), and the share on which it scores above rule ``world``'s answer (ties count half)."""
+        scores = self.scorer(model)
+        out = torch.empty(3, len(self.answers))
+        for r, answers in enumerate(self.answers):
+            own = torch.stack([row[a] for row, a in zip(scores, answers)])
+            rivals = torch.stack([row[a] for row, a in zip(scores, self.answers[world])])
+            first = [(row > row[a]).sum() == 0 for row, a in zip(scores, answers)]
+            ties = torch.tensor([float((row == row[a]).sum()) for row, a in zip(scores, answers)])
+            out[0, r] = mean_rank(scores, answers)
+            out[1, r] = (torch.tensor(first, dtype=torch.float) / ties).mean()
+            out[2, r] = ((own > rivals).float() + 0.5 * (own == rivals).float()).mean()
+        return out
+
 
 def world_rank(model: nn.Module, data: PriorData, form: int = 0, batch_size: int = 512) -> float:
     """Mean rank of the known people's own implications (all of them were pre-training text)."""
@@ -243,6 +258,12 @@ class PriorRun:
             is the held-out new people's mean rank of their implication under rule ``r`` at step ``steps[t]``.
         train_after: ``(init, fine-tuned rule)`` -> mean rank of the fine-tuned rule's implication of the
             new people whose implication was in the fine-tuning text, after fine-tuning.
+        top1: ``(init, fine-tuned rule)`` -> ``(len(steps), len(rules))``: share of held-out questions on which rule
+            ``r``'s implication is ranked first (ties shared).
+        above_world: the same keys and shape: share of held-out questions on which rule ``r``'s implication scores
+            above the world rule's (ties count half; 0.5 in the world rule's own column).
+        world_after_fine_tuning: ``(init, fine-tuned rule)`` -> mean rank of the known people's implications after
+            that fine-tuning run (retention of the pre-trained world).
         world_after_pretraining: mean rank of the known people's implications after pre-training.
         world_before_pretraining: the same at initialisation.
         seconds: wall time of the whole run.
@@ -254,6 +275,9 @@ class PriorRun:
     train_after: dict[tuple[Init, str], float]
     world_after_pretraining: float
     world_before_pretraining: float
+    top1: dict[tuple[Init, str], Tensor] = field(default_factory=dict)
+    above_world: dict[tuple[Init, str], Tensor] = field(default_factory=dict)
+    world_after_fine_tuning: dict[tuple[Init, str], float] = field(default_factory=dict)
     seconds: float = field(default=0.0, compare=False)
 
     def rank(self, init: Init, trained: str, answer: str | None = None) -> Tensor:
@@ -288,17 +312,38 @@ def run_prior_knowledge(
     world_after = world_rank(model, data, e.form)
     config = dataclasses.replace(e.fine_tune, seed=seed, checkpoint_steps=e.eval_steps)
     held_out_ranks, train_ranks = _RuleRanker(data, "test", e.form, 512), _RuleRanker(data, "train", e.form, 512)
+    world_index = e.data.rules.index(e.data.world_rule)
     held_out: dict[tuple[Init, str], Tensor] = {}
+    top1: dict[tuple[Init, str], Tensor] = {}
+    above: dict[tuple[Init, str], Tensor] = {}
+    world_after_ft: dict[tuple[Init, str], float] = {}
     train_after: dict[tuple[Init, str], float] = {}
     for init in INITS:
         for r, task in enumerate(data.new):
             arm = copy.deepcopy(model)
             arm.load_state_dict(states[init])
             ids, mask = encode_sentences(data.tokenizer, task.train_sentences(), model_device(arm))
-            history = train(arm, sentence_batches(ids, mask), lm_loss, config, evaluate=held_out_ranks)
+            history = train(
+                arm,
+                sentence_batches(ids, mask),
+                lm_loss,
+                config,
+                evaluate=lambda m: held_out_ranks.measures(m, world_index),
+            )
             name = data.rule_names[r]
-            held_out[init, name] = torch.tensor([history.evals[s] for s in e.eval_steps])
+            measured = torch.stack([history.evals[s] for s in e.eval_steps])  # (steps, 3, rules)
+            held_out[init, name], top1[init, name], above[init, name] = measured.unbind(1)
             train_after[init, name] = train_ranks(arm)[r]
+            world_after_ft[init, name] = world_rank(arm, data, e.form)
     return PriorRun(
-        e.eval_steps, data.rule_names, held_out, train_after, world_after, world_before, time.perf_counter() - start
+        e.eval_steps,
+        data.rule_names,
+        held_out,
+        train_after,
+        world_after,
+        world_before,
+        top1,
+        above,
+        world_after_ft,
+        time.perf_counter() - start,
     )
