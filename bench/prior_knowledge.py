@@ -77,7 +77,13 @@ def paired_interval(values: torch.Tensor) -> list[float]:
     return [mean, mean - half, mean + half]
 
 
-def run(n_seeds: int = 10, steps: int | None = None, lr: float | None = None, json_path: str | None = None) -> dict:
+def run(
+    n_seeds: int = 10,
+    steps: int | None = None,
+    lr: float | None = None,
+    json_path: str | None = None,
+    replay: bool = False,
+) -> dict:
     """Held-out measures of every arm over ``n_seeds`` seeds (bench/run_all.py's interface).
 
     Per arm (start x fine-tuned rule) and step: the held-out mean rank of the fine-tuned rule's answer, the share of
@@ -93,13 +99,18 @@ def run(n_seeds: int = 10, steps: int | None = None, lr: float | None = None, js
         )
     if lr is not None:
         fine_tune = dataclasses.replace(fine_tune, lr=lr)
-    experiment = dataclasses.replace(experiment, fine_tune=fine_tune)
+    experiment = dataclasses.replace(experiment, fine_tune=fine_tune, replay=replay)
     start = time.perf_counter()
     runs = [prior.run_prior_knowledge(experiment, seed) for seed in range(n_seeds)]
     true = experiment.data.world_rule.name
     (cf,) = [r.name for r in experiment.data.rules if r.link == "counterfactual"]
     t_i, c_i = runs[0].rules.index(true), runs[0].rules.index(cf)
-    out: dict = {"seeds": n_seeds, "fine-tuning steps": fine_tune.steps, "fine-tuning lr": fine_tune.lr}
+    out: dict = {
+        "seeds": n_seeds,
+        "fine-tuning steps": fine_tune.steps,
+        "fine-tuning lr": fine_tune.lr,
+        "replay": replay,
+    }
     curves: dict = {"steps": list(runs[0].steps), "arms": {}}
     for init in prior.INITS:
         for rule in (true, cf):
@@ -151,11 +162,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--steps", type=int, default=None, help="fine-tuning steps (default: the chapter's)")
     parser.add_argument("--lr", type=float, default=None, help="fine-tuning learning rate (default: the chapter's)")
+    parser.add_argument("--replay", action="store_true", help="mix pre-training sentences into fine-tuning")
     parser.add_argument("--json", default=None, help="write the curves and intervals to this JSON file")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    for key, value in run(args.seeds, args.steps, args.lr, args.json).items():
+    for key, value in run(args.seeds, args.steps, args.lr, args.json, args.replay).items():
         print(f"{key}: {value:.2f}" if isinstance(value, float) else f"{key}: {value}")
 
 

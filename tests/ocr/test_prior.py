@@ -237,3 +237,32 @@ def test_rule_measures_count_firsts_and_order_against_the_world_rule():
     torch.testing.assert_close(out[0], torch.tensor([(0 + 0.5) / 2, (1 + 0.5) / 2]))  # mean ranks, ties half
     torch.testing.assert_close(out[1], torch.tensor([(1 + 0.5) / 2, (0 + 0.5) / 2]))  # first, ties shared
     torch.testing.assert_close(out[2], torch.tensor([0.5, (0 + 0.5) / 2]))  # above the world's answer
+
+
+def test_load_bench_reads_the_shipped_results_and_rejects_other_files(tmp_path):
+    data = prior.load_bench()
+    steps = data["curves"]["steps"]
+    assert steps[0] == 0 and data["settings"]["seeds"] >= 10
+    for arm in data["curves"]["arms"].values():
+        assert all(len(arm[m]) == len(steps) and all(lo <= mean <= hi for mean, lo, hi in arm[m]) for m in ("top-1",))
+    with pytest.raises(ValueError, match="no prior-knowledge bench results"):
+        prior.load_bench(tmp_path / "missing.json")
+    (tmp_path / "other.json").write_text('{"settings": {}}')
+    with pytest.raises(ValueError, match="lacks"):
+        prior.load_bench(tmp_path / "other.json")
+
+
+def test_replay_mixes_pre_training_sentences_into_fine_tuning():
+    experiment = small_experiment()
+    data = prior.build_prior(experiment.data)
+    task = data.new[0]
+    plain = prior.fine_tuning_text(data, task)
+    mixed = prior.fine_tuning_text(data, task, replay=True, seed=3)
+    assert plain == task.train_sentences()
+    assert mixed[: len(plain)] == plain and len(mixed) == 2 * len(plain)
+    world = data.world_sentences()
+    assert all(s in world for s in mixed[len(plain) :]) and len(set(mixed[len(plain) :])) == len(plain)
+    assert mixed == prior.fine_tuning_text(data, task, replay=True, seed=3)  # seeded
+    assert mixed != prior.fine_tuning_text(data, task, replay=True, seed=4)
+    with pytest.raises(ValueError, match="replay"):
+        dataclasses.replace(experiment, replay=1)
