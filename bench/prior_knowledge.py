@@ -147,7 +147,7 @@ def run(
     out["seconds"] = time.perf_counter() - start
     if json_path is not None:
         payload = {
-            "settings": {k: out[k] for k in ("seeds", "fine-tuning steps", "fine-tuning lr", "chance")},
+            "settings": {k: out[k] for k in ("seeds", "fine-tuning steps", "fine-tuning lr", "replay", "chance")},
             "curves": curves,
             "paired differences (pre-trained - from scratch), final": differences,
             "known people after pre-training": [r.world_after_pretraining for r in runs],
