@@ -37,70 +37,123 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import time
 
 import torch
 
 from lib.ocr import prior
 
+# two-sided 95% Student-t quantiles by degrees of freedom (for paired intervals over seeds)
+T_975 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    11: 2.201,
+    12: 2.179,
+    13: 2.160,
+    14: 2.145,
+    15: 2.131,
+    19: 2.093,
+    29: 2.045,
+}
 
-def run(n_seeds: int = 10, steps: int | None = None) -> dict:
-    """Final held-out mean ranks of every arm over ``n_seeds`` seeds (bench/run_all.py's interface)."""
+
+def paired_interval(values: torch.Tensor) -> list[float]:
+    """Mean of ``values`` (one per seed) and its two-sided 95% Student-t interval: ``[mean, low, high]``."""
+    n = len(values)
+    mean = float(values.mean())
+    if n < 2:
+        return [mean, mean, mean]
+    t = T_975.get(n - 1, 1.96)
+    half = t * float(values.std()) / n**0.5
+    return [mean, mean - half, mean + half]
+
+
+def run(
+    n_seeds: int = 10,
+    steps: int | None = None,
+    lr: float | None = None,
+    json_path: str | None = None,
+    replay: bool = False,
+) -> dict:
+    """Held-out measures of every arm over ``n_seeds`` seeds (bench/run_all.py's interface).
+
+    Per arm (start x fine-tuned rule) and step: the held-out mean rank of the fine-tuned rule's answer, the share of
+    held-out questions on which it is ranked first, the share on which the counterfactual answer scores above the
+    true one, and after fine-tuning the known people's mean rank (retention). Pre-trained minus from scratch is
+    paired by seed. ``json_path`` writes all of it (means and 95% intervals over seeds) for chapter 4.
+    """
     experiment = prior.PriorExperiment()
+    fine_tune = experiment.fine_tune
     if steps is not None:
-        experiment = dataclasses.replace(
-            experiment,
-            fine_tune=dataclasses.replace(
-                experiment.fine_tune, steps=steps, checkpoint_steps=tuple(s for s in experiment.eval_steps if s < steps)
-            ),
+        fine_tune = dataclasses.replace(
+            fine_tune, steps=steps, checkpoint_steps=tuple(s for s in experiment.eval_steps if s < steps)
         )
+    if lr is not None:
+        fine_tune = dataclasses.replace(fine_tune, lr=lr)
+    experiment = dataclasses.replace(experiment, fine_tune=fine_tune, replay=replay)
     start = time.perf_counter()
     runs = [prior.run_prior_knowledge(experiment, seed) for seed in range(n_seeds)]
-    # the rules by their link (lib.ocr.relations.RelationPair.link), not by their place in the config
     true = experiment.data.world_rule.name
     (cf,) = [r.name for r in experiment.data.rules if r.link == "counterfactual"]
-    out: dict = {"seeds": n_seeds, "fine-tuning steps": experiment.fine_tune.steps}
-    finals = {}
+    t_i, c_i = runs[0].rules.index(true), runs[0].rules.index(cf)
+    out: dict = {
+        "seeds": n_seeds,
+        "fine-tuning steps": fine_tune.steps,
+        "fine-tuning lr": fine_tune.lr,
+        "replay": replay,
+    }
+    curves: dict = {"steps": list(runs[0].steps), "arms": {}}
     for init in prior.INITS:
         for rule in (true, cf):
-            values = torch.tensor([r.rank(init, rule)[-1].item() for r in runs])
-            finals[init, rule] = values
+            k = rule == cf
+            measures = {
+                "mean rank": torch.stack([r.held_out[init, rule][:, c_i if k else t_i] for r in runs]),
+                "top-1": torch.stack([r.top1[init, rule][:, c_i if k else t_i] for r in runs]),
+                "P(counterfactual above true)": torch.stack([r.above_world[init, rule][:, c_i] for r in runs]),
+                "true answer's mean rank": torch.stack([r.held_out[init, rule][:, t_i] for r in runs]),
+            }  # each (seeds, steps)
             label = f"{init}, fine-tuned on {rule}"
-            out[label] = f"{values.mean():.2f} ({values.min():.2f}-{values.max():.2f})"
-        kept = torch.tensor([r.rank(init, cf, true)[-1].item() for r in runs])
-        out[f"{init}, fine-tuned on {cf}: rank of the true answer"] = (
-            f"{kept.mean():.2f} ({kept.min():.2f}-{kept.max():.2f})"
-        )
-    pre_cf, scratch_cf = finals["pre-trained", cf], finals["from scratch", cf]
-    worse = int((pre_cf > scratch_cf).sum())
-    out["seeds where pre-trained counterfactual rank > from-scratch"] = f"{worse} of {n_seeds}"
-    difference = pre_cf - scratch_cf
-    out["pre-trained minus from-scratch counterfactual rank, mean (standard error)"] = (
-        f"{difference.mean():.2f} ({difference.std() / n_seeds**0.5:.2f})"
-    )
-    out["per seed, counterfactual: pre-trained / from scratch"] = " ".join(
-        f"{a:.2f}/{b:.2f}" for a, b in zip(pre_cf.tolist(), scratch_cf.tolist())
-    )
-    out["world rank after pre-training (max over seeds)"] = max(r.world_after_pretraining for r in runs)
-    # the chapter's per-seed claims, on every seed here (chance 9.5)
-    if 50 in runs[0].steps:
-        at_50 = runs[0].steps.index(50)
-        first_true = sum(bool(r.rank("pre-trained", cf, true)[at_50] < r.rank("pre-trained", cf)[at_50]) for r in runs)
-        out["seeds where, after 50 steps, the pre-trained counterfactual run ranks the true answer higher"] = (
-            f"{first_true} of {n_seeds}"
-        )
-        at_50_scratch = [r.rank("from scratch", rule)[at_50].item() for r in runs for rule in (true, cf)]
-        out["from scratch after 50 steps, lowest rank over seeds and rules"] = min(at_50_scratch)
-        out["from scratch after 50 steps, highest rank over seeds and rules"] = max(at_50_scratch)
-    out["pre-trained true rule, highest final rank"] = finals["pre-trained", true].max().item()
-    out["pre-trained counterfactual, highest final rank"] = pre_cf.max().item()
-    out["pre-trained counterfactual, highest final rank of the true answer"] = max(
-        r.rank("pre-trained", cf, true)[-1].item() for r in runs
-    )
-    out["from scratch counterfactual, lowest final rank of the true answer"] = min(
-        r.rank("from scratch", cf, true)[-1].item() for r in runs
-    )
+            curves["arms"][label] = {
+                name: [paired_interval(v[:, j]) for j in range(v.shape[1])] for name, v in measures.items()
+            }
+            retention = torch.tensor([r.world_after_fine_tuning[init, rule] for r in runs])
+            curves["arms"][label]["known people's mean rank after fine-tuning"] = paired_interval(retention)
+            for name, v in measures.items():
+                m, lo, hi = paired_interval(v[:, -1])
+                out[f"{label}: {name}"] = f"{m:.2f} [{lo:.2f}, {hi:.2f}]"
+            m, lo, hi = paired_interval(retention)
+            out[f"{label}: known people's mean rank after fine-tuning"] = f"{m:.2f} [{lo:.2f}, {hi:.2f}]"
+    differences = {}
+    for name, getter in (
+        ("mean rank of the counterfactual answer", lambda r, i: r.held_out[i, cf][-1, c_i]),
+        ("top-1 of the counterfactual answer", lambda r, i: r.top1[i, cf][-1, c_i]),
+        ("P(counterfactual above true)", lambda r, i: r.above_world[i, cf][-1, c_i]),
+    ):
+        d = torch.tensor([float(getter(r, "pre-trained") - getter(r, "from scratch")) for r in runs])
+        differences[name] = paired_interval(d)
+        m, lo, hi = differences[name]
+        out[f"counterfactual runs, pre-trained minus from scratch: {name}"] = f"{m:.2f} [{lo:.2f}, {hi:.2f}]"
+    out["known people's mean rank after pre-training (max over seeds)"] = max(r.world_after_pretraining for r in runs)
+    out["chance"] = (len(experiment.data.world_rule.fact_values) - 1) / 2
     out["seconds"] = time.perf_counter() - start
+    if json_path is not None:
+        payload = {
+            "settings": {k: out[k] for k in ("seeds", "fine-tuning steps", "fine-tuning lr", "replay", "chance")},
+            "curves": curves,
+            "paired differences (pre-trained - from scratch), final": differences,
+            "known people after pre-training": [r.world_after_pretraining for r in runs],
+        }
+        with open(json_path, "w") as f:
+            json.dump(payload, f, indent=1)
     return out
 
 
@@ -108,10 +161,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--steps", type=int, default=None, help="fine-tuning steps (default: the chapter's)")
+    parser.add_argument("--lr", type=float, default=None, help="fine-tuning learning rate (default: the chapter's)")
+    parser.add_argument("--replay", action="store_true", help="mix pre-training sentences into fine-tuning")
+    parser.add_argument("--json", default=None, help="write the curves and intervals to this JSON file")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    for key, value in run(args.seeds, args.steps).items():
+    for key, value in run(args.seeds, args.steps, args.lr, args.json, args.replay).items():
         print(f"{key}: {value:.2f}" if isinstance(value, float) else f"{key}: {value}")
 
 

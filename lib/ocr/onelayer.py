@@ -43,7 +43,9 @@ ATTENTIONS: tuple[Attention, ...] = get_args(Attention)
 
 ValueInit = Literal["gaussian", "identity"]
 """Start of the factorized ``W_V``: ``"gaussian"`` (like every other matrix) or ``"identity"`` (``init_scale`` times the
-first ``r`` columns of the identity, as the official code's main script does with scale 1e-4)."""
+first ``r`` columns of the identity: only the ``W_V`` part of the official main script's ``weight_init='identity'``,
+which also sets ``W_Q`` and ``W_O`` to 1e-4 times all-ones, and whose merged arm (``--reparameterize_ov``) trains
+``W_OV`` with ``W_V = I`` frozen; neither of those is reproduced here)."""
 
 VALUE_INITS: tuple[ValueInit, ...] = get_args(ValueInit)
 
@@ -75,7 +77,8 @@ class OneLayerConfig:
             sweep uses ``d_embed ** -0.5``, i.e. N(0, 1/d)), and the scale of the identity with ``value_init``.
         value_init: ``"gaussian"`` (default): every matrix starts N(0, init_scale^2). ``"identity"`` (factorized
             only): ``W_V`` starts at ``init_scale`` times the first ``r`` columns of the ``d x d`` identity (the
-            official main script's ``W_V``), ``W_O`` and ``W_KQ`` stay Gaussian.
+            official main script's ``W_V``; that script also starts ``W_Q`` and ``W_O`` at 1e-4 times all-ones, which
+            this option does not), ``W_O`` and ``W_KQ`` stay Gaussian.
         n_seeds: number of independent members trained together.
         seed: member ``i`` is initialised from ``torch.Generator().manual_seed(seed + i)``.
     """

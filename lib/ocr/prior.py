@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
 import torch
@@ -25,7 +27,7 @@ from lib.ocr.lm import (
     tiny_gpt2,
     word_tokenizer,
 )
-from lib.ocr.ranking import CandidateScorer, score_questions, select_forms
+from lib.ocr.ranking import CandidateScorer, select_forms
 from lib.ocr.relations import PAIRS, RelationPair
 from lib.ocr.sentences import SentenceConfig, SentenceTask, answer_index, build_sentences, mean_rank
 from lib.ocr.split import Split, fictitious_names
@@ -184,12 +186,49 @@ class _RuleRanker:
         scores = self.scorer(model)
         return [mean_rank(scores, answers) for answers in self.answers]
 
+    def measures(self, model: nn.Module, world: int) -> Tensor:
+        """``(3, R)``: per rule ``r``, its answer's mean rank, the share of questions on which it is ranked first
+        (ties shared), and the share on which it scores above rule ``world``'s answer (ties count half)."""
+        scores = self.scorer(model)
+        out = torch.empty(3, len(self.answers))
+        for r, answers in enumerate(self.answers):
+            own = torch.stack([row[a] for row, a in zip(scores, answers)])
+            rivals = torch.stack([row[a] for row, a in zip(scores, self.answers[world])])
+            first = [(row > row[a]).sum() == 0 for row, a in zip(scores, answers)]
+            ties = torch.tensor([float((row == row[a]).sum()) for row, a in zip(scores, answers)])
+            out[0, r] = mean_rank(scores, answers)
+            out[1, r] = (torch.tensor(first, dtype=torch.float) / ties).mean()
+            out[2, r] = ((own > rivals).float() + 0.5 * (own == rivals).float()).mean()
+        return out
+
 
 def world_rank(model: nn.Module, data: PriorData, form: int = 0, batch_size: int = 512) -> float:
     """Mean rank of the known people's own implications (all of them were pre-training text)."""
-    w = data.world
-    questions = select_forms(w, w.questions("train") + w.questions("test"), [form])
-    return mean_rank(score_questions(model, data.tokenizer, questions, batch_size), [q.answer for q in questions])
+    return _WorldRanker(data, form, batch_size)(model)
+
+
+def fine_tuning_text(data: PriorData, task: SentenceTask, replay: bool = False, seed: int = 0) -> list[str]:
+    """``task``'s training sentences; with ``replay``, followed by as many of ``data``'s pre-training sentences, drawn
+    without replacement by ``seed`` (all of them if there are fewer)."""
+    text = task.train_sentences()
+    if not replay:
+        return text
+    world = data.world_sentences()
+    pick = torch.randperm(len(world), generator=torch.Generator().manual_seed(seed))[: len(text)]
+    return text + [world[k] for k in pick.tolist()]
+
+
+class _WorldRanker:
+    """:func:`world_rank` with the questions tokenized once, for the many models of one experiment."""
+
+    def __init__(self, data: PriorData, form: int, batch_size: int) -> None:
+        w = data.world
+        questions = select_forms(w, w.questions("train") + w.questions("test"), [form])
+        self.scorer = CandidateScorer(data.tokenizer, questions, batch_size)
+        self.answers = [q.answer for q in questions]
+
+    def __call__(self, model: nn.Module) -> float:
+        return mean_rank(self.scorer(model), self.answers)
 
 
 @dataclass(frozen=True)
@@ -203,6 +242,8 @@ class PriorExperiment:
         fine_tune: training on each rule's :meth:`lib.ocr.sentences.SentenceTask.train_sentences`; held-out ranks
             are measured at its ``checkpoint_steps`` and after the last step.
         form: the question form asked (index into the rules' ``questions``; 0: ``"{s} speaks"``).
+        replay: mix into every fine-tuning text as many pre-training sentences (drawn without replacement,
+            seeded) as it has of its own; ``False`` (default): the new people's sentences only.
     """
 
     data: PriorConfig = PriorConfig()
@@ -217,8 +258,11 @@ class PriorExperiment:
         desc="fine-tuning",
     )
     form: int = 0
+    replay: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.replay, bool):
+            raise ValueError(f"replay must be True or False, got {self.replay!r}")
         for name, kind in (("data", PriorConfig), ("model", TinyLMConfig), ("pretrain", TrainConfig)):
             if not isinstance(getattr(self, name), kind):
                 raise ValueError(f"{name} must be a {kind.__name__}, got {type(getattr(self, name)).__name__}")
@@ -243,6 +287,12 @@ class PriorRun:
             is the held-out new people's mean rank of their implication under rule ``r`` at step ``steps[t]``.
         train_after: ``(init, fine-tuned rule)`` -> mean rank of the fine-tuned rule's implication of the
             new people whose implication was in the fine-tuning text, after fine-tuning.
+        top1: ``(init, fine-tuned rule)`` -> ``(len(steps), len(rules))``: share of held-out questions on which rule
+            ``r``'s implication is ranked first (ties shared).
+        above_world: the same keys and shape: share of held-out questions on which rule ``r``'s implication scores
+            above the world rule's (ties count half; 0.5 in the world rule's own column).
+        world_after_fine_tuning: ``(init, fine-tuned rule)`` -> mean rank of the known people's implications after
+            that fine-tuning run (retention of the pre-trained world).
         world_after_pretraining: mean rank of the known people's implications after pre-training.
         world_before_pretraining: the same at initialisation.
         seconds: wall time of the whole run.
@@ -254,6 +304,9 @@ class PriorRun:
     train_after: dict[tuple[Init, str], float]
     world_after_pretraining: float
     world_before_pretraining: float
+    top1: dict[tuple[Init, str], Tensor] = field(default_factory=dict)
+    above_world: dict[tuple[Init, str], Tensor] = field(default_factory=dict)
+    world_after_fine_tuning: dict[tuple[Init, str], float] = field(default_factory=dict)
     seconds: float = field(default=0.0, compare=False)
 
     def rank(self, init: Init, trained: str, answer: str | None = None) -> Tensor:
@@ -282,23 +335,63 @@ def run_prior_knowledge(
     data = build_prior(dataclasses.replace(e.data, seed=seed))
     model = tiny_gpt2(data.tokenizer, dataclasses.replace(e.model, seed=seed), device)
     initial = snapshot(model)
-    world_before = world_rank(model, data, e.form)
+    world_ranks = _WorldRanker(data, e.form, 512)
+    world_before = world_ranks(model)
     fine_tune(model, data.tokenizer, data.world_sentences(), dataclasses.replace(e.pretrain, seed=seed))
     states: dict[Init, dict[str, Tensor]] = {"pre-trained": snapshot(model), "from scratch": initial}
-    world_after = world_rank(model, data, e.form)
+    world_after = world_ranks(model)
     config = dataclasses.replace(e.fine_tune, seed=seed, checkpoint_steps=e.eval_steps)
     held_out_ranks, train_ranks = _RuleRanker(data, "test", e.form, 512), _RuleRanker(data, "train", e.form, 512)
+    world_index = e.data.rules.index(e.data.world_rule)
     held_out: dict[tuple[Init, str], Tensor] = {}
+    top1: dict[tuple[Init, str], Tensor] = {}
+    above: dict[tuple[Init, str], Tensor] = {}
+    world_after_ft: dict[tuple[Init, str], float] = {}
     train_after: dict[tuple[Init, str], float] = {}
     for init in INITS:
         for r, task in enumerate(data.new):
             arm = copy.deepcopy(model)
             arm.load_state_dict(states[init])
-            ids, mask = encode_sentences(data.tokenizer, task.train_sentences(), model_device(arm))
-            history = train(arm, sentence_batches(ids, mask), lm_loss, config, evaluate=held_out_ranks)
+            text = fine_tuning_text(data, task, e.replay, seed)
+            ids, mask = encode_sentences(data.tokenizer, text, model_device(arm))
+            history = train(
+                arm,
+                sentence_batches(ids, mask),
+                lm_loss,
+                config,
+                evaluate=lambda m: held_out_ranks.measures(m, world_index),
+            )
             name = data.rule_names[r]
-            held_out[init, name] = torch.tensor([history.evals[s] for s in e.eval_steps])
+            measured = torch.stack([history.evals[s] for s in e.eval_steps])  # (steps, 3, rules)
+            held_out[init, name], top1[init, name], above[init, name] = measured.unbind(1)
             train_after[init, name] = train_ranks(arm)[r]
+            world_after_ft[init, name] = world_ranks(arm)
     return PriorRun(
-        e.eval_steps, data.rule_names, held_out, train_after, world_after, world_before, time.perf_counter() - start
+        e.eval_steps,
+        data.rule_names,
+        held_out,
+        train_after,
+        world_after,
+        world_before,
+        top1,
+        above,
+        world_after_ft,
+        time.perf_counter() - start,
     )
+
+
+BENCH_PATH = Path(__file__).resolve().parents[1] / "data" / "prior_knowledge.json"
+"""The ten-seed run of ``bench/prior_knowledge.py --json`` that chapter 4 plots."""
+
+
+def load_bench(path: Path | str = BENCH_PATH) -> dict:
+    """The JSON written by ``bench/prior_knowledge.py --json``: settings, per-arm curves of ``[mean, low, high]``
+    (95% intervals over seeds) at every step, and the paired final differences (pre-trained minus from scratch)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no prior-knowledge bench results at {path}: run bench/prior_knowledge.py --json {path}")
+    data = json.loads(path.read_text())
+    missing = {"settings", "curves", "paired differences (pre-trained - from scratch), final"} - set(data)
+    if missing:
+        raise ValueError(f"{path} lacks {sorted(missing)}: not a bench/prior_knowledge.py --json file")
+    return data

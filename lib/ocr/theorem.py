@@ -253,3 +253,56 @@ def theorem2_grid(
                 )
             )
     return points
+
+
+def factorized_descent(
+    inputs: Tensor,
+    targets: Tensor,
+    n_rows: int,
+    ranks: Sequence[int],
+    *,
+    steps: int = 5000,
+    lr: float = 1.0,
+    init_scale: float = 1e-4,
+    seed: int = 0,
+) -> Tensor:
+    """Full-batch gradient descent on ``W = A B^T`` at inner width ``r``, one independent member per entry of ``ranks``.
+
+    The loss is the mean cross-entropy of logits ``inputs @ W.T`` over ``n_rows`` answers (the theory's problem with
+    the factors trained instead of ``W``). ``A`` ``(n_rows, r)`` and ``B`` ``(n, r)`` start N(0, init_scale^2), member
+    ``i`` from ``torch.Generator().manual_seed(seed + i)``.
+
+    Args:
+        inputs: ``(N, n)`` float bags of tokens; targets: ``(N,)`` int64 answer rows in ``[0, n_rows)``.
+    Returns:
+        ``(len(ranks), n_rows, n)``: every member's final ``W``.
+    """
+    if inputs.ndim != 2 or targets.shape != inputs.shape[:1]:
+        raise ValueError(f"inputs must be (N, n) and targets (N,), got {tuple(inputs.shape)}, {tuple(targets.shape)}")
+    validate.positive_int("n_rows", n_rows)
+    if targets.numel() and not 0 <= int(targets.min()) <= int(targets.max()) < n_rows:
+        raise ValueError(f"targets must lie in [0, {n_rows}), got {int(targets.min())}..{int(targets.max())}")
+    if not ranks:
+        raise ValueError("ranks must be a non-empty sequence of positive ints")
+    for r in ranks:
+        validate.positive_int("a rank", r)
+    validate.positive_int("steps", steps)
+    validate.positive_number("lr", lr)
+    validate.positive_number("init_scale", init_scale)
+    validate.seed(seed)
+    R, n = max(ranks), inputs.shape[1]
+    mask = torch.stack([(torch.arange(R) < r).to(inputs.dtype) for r in ranks])[:, None, :]  # (S, 1, R)
+    gens = [torch.Generator().manual_seed(seed + i) for i in range(len(ranks))]
+    A = torch.stack([torch.randn(n_rows, R, generator=g) for g in gens]).to(inputs) * init_scale * mask
+    B = torch.stack([torch.randn(n, R, generator=g) for g in gens]).to(inputs) * init_scale * mask
+    A.requires_grad_(True)
+    B.requires_grad_(True)
+    answers = targets.expand(len(ranks), -1).reshape(-1)
+    for _ in range(steps):
+        logits = inputs @ (A @ B.transpose(1, 2)).transpose(1, 2)  # (S, N, n_rows)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, n_rows), answers) * len(ranks)
+        gA, gB = torch.autograd.grad(loss, (A, B))
+        with torch.no_grad():
+            A -= lr * gA * mask
+            B -= lr * gB * mask
+    return (A @ B.transpose(1, 2)).detach()

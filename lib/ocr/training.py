@@ -3,6 +3,7 @@ every checkpoint, and reading its learned output-value map (chapters 2 and 3).""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import torch
@@ -13,6 +14,7 @@ from lib.core import validate
 from lib.core.device import check_device
 from lib.core.train import History, TrainConfig, train
 from lib.ocr.onelayer import TRAINING, OneLayer, OneLayerConfig, per_seed_batches, per_seed_loss
+from lib.ocr.proximal import nuclear_proximal
 from lib.ocr.split import TRAIN_GROUPS
 from lib.ocr.symbolic import SymbolicTask
 
@@ -78,6 +80,7 @@ def train_on_task(
     eval_every: int | None = None,
     eval_per_subject: int = 2,
     device: torch.device | str | None = None,
+    nuclear_strength: float | None = None,
 ) -> OCRRun:
     """Train ``model_config.n_seeds`` members on ``task.train_batch`` (each member its own batches).
 
@@ -86,6 +89,8 @@ def train_on_task(
         eval_every: measure train/test loss (and snapshot the parameters) every this many steps, plus step 0
             and the last step; ``None`` measures only before and after training.
         eval_per_subject: examples per subject in the fixed evaluation sets.
+        nuclear_strength: merged models only: follow every step by the proximal step of
+            ``nuclear_strength * ||W_OV||_*`` (:func:`lib.ocr.proximal.nuclear_proximal`); ``None``: no penalty.
     """
     if task.vocab_size != model_config.vocab_size:
         raise ValueError(
@@ -105,9 +110,11 @@ def train_on_task(
         return train, per_seed_loss(m, test_set)
 
     config = replace(train_config, checkpoint_steps=steps)
-    history = train(
-        model, per_seed_batches(task.train_batch, model_config.n_seeds), per_seed_loss, config, evaluate=evaluate
-    )
+    penalty = nullcontext() if nuclear_strength is None else nuclear_proximal(model, nuclear_strength)
+    with penalty:
+        history = train(
+            model, per_seed_batches(task.train_batch, model_config.n_seeds), per_seed_loss, config, evaluate=evaluate
+        )
     train_loss = torch.stack([history.evals[s][0] for s in steps], 1).float().cpu()
     test_loss = torch.stack([history.evals[s][1] for s in steps], 1).float().cpu()
     return OCRRun(model, history, torch.tensor(steps), train_loss, test_loss)

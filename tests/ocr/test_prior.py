@@ -212,3 +212,57 @@ def test_rank_curves_figure_rejects_bad_input():
     colours = [ax.get_lines()[0].get_color() for ax in fig.axes]
     assert colours[0] == colours[1]  # a label keeps its colour in every panel
     plt.close(fig)
+
+
+def test_run_prior_knowledge_per_question_measures_and_retention():
+    run = prior.run_prior_knowledge(small_experiment(checkpoint_steps=(0, 2)), seed=5)
+    keys = {(i, r) for i in prior.INITS for r in run.rules}
+    assert set(run.top1) == set(run.above_world) == set(run.world_after_fine_tuning) == keys
+    for key in keys:
+        top1, above = run.top1[key], run.above_world[key]
+        assert top1.shape == above.shape == (3, 2)
+        assert ((top1 >= 0) & (top1 <= 1)).all() and ((above >= 0) & (above <= 1)).all()
+        torch.testing.assert_close(above[:, 0], torch.full((3,), 0.5))  # the world rule against itself
+        # an answer ranked first on every question has mean rank 0, and the reverse
+        assert torch.equal(top1 == 1, run.held_out[key] == 0)
+    assert all(v >= 0 for v in run.world_after_fine_tuning.values())
+
+
+def test_rule_measures_count_firsts_and_order_against_the_world_rule():
+    ranker = prior._RuleRanker.__new__(prior._RuleRanker)
+    rows = [torch.tensor([3.0, 1.0, 2.0]), torch.tensor([0.0, 5.0, 5.0])]
+    ranker.scorer = lambda model: rows
+    ranker.answers = [[0, 1], [2, 2]]  # world rule's answers, other rule's answers
+    out = ranker.measures(None, world=0)
+    torch.testing.assert_close(out[0], torch.tensor([(0 + 0.5) / 2, (1 + 0.5) / 2]))  # mean ranks, ties half
+    torch.testing.assert_close(out[1], torch.tensor([(1 + 0.5) / 2, (0 + 0.5) / 2]))  # first, ties shared
+    torch.testing.assert_close(out[2], torch.tensor([0.5, (0 + 0.5) / 2]))  # above the world's answer
+
+
+def test_load_bench_reads_the_shipped_results_and_rejects_other_files(tmp_path):
+    data = prior.load_bench()
+    steps = data["curves"]["steps"]
+    assert steps[0] == 0 and data["settings"]["seeds"] >= 10
+    for arm in data["curves"]["arms"].values():
+        assert all(len(arm[m]) == len(steps) and all(lo <= mean <= hi for mean, lo, hi in arm[m]) for m in ("top-1",))
+    with pytest.raises(ValueError, match="no prior-knowledge bench results"):
+        prior.load_bench(tmp_path / "missing.json")
+    (tmp_path / "other.json").write_text('{"settings": {}}')
+    with pytest.raises(ValueError, match="lacks"):
+        prior.load_bench(tmp_path / "other.json")
+
+
+def test_replay_mixes_pre_training_sentences_into_fine_tuning():
+    experiment = small_experiment()
+    data = prior.build_prior(experiment.data)
+    task = data.new[0]
+    plain = prior.fine_tuning_text(data, task)
+    mixed = prior.fine_tuning_text(data, task, replay=True, seed=3)
+    assert plain == task.train_sentences()
+    assert mixed[: len(plain)] == plain and len(mixed) == 2 * len(plain)
+    world = data.world_sentences()
+    assert all(s in world for s in mixed[len(plain) :]) and len(set(mixed[len(plain) :])) == len(plain)
+    assert mixed == prior.fine_tuning_text(data, task, replay=True, seed=3)  # seeded
+    assert mixed != prior.fine_tuning_text(data, task, replay=True, seed=4)
+    with pytest.raises(ValueError, match="replay"):
+        dataclasses.replace(experiment, replay=1)

@@ -220,3 +220,43 @@ def test_two_row_nuclear_norm_matches_the_formula_and_its_minimum(m_train, m_tes
 def test_two_row_nuclear_norm_rejects_bad_input(args, match):
     with pytest.raises(ValueError, match=match):
         two_row_nuclear_norm(*args)
+
+
+def test_factorized_descent_respects_each_members_width_and_fits_a_separable_problem():
+    from lib.ocr.theorem import factorized_descent, numerical_rank
+
+    inputs = torch.eye(6)
+    targets = torch.tensor([0, 1, 2, 3, 0, 1])
+    W = factorized_descent(inputs, targets, 4, [1, 4], steps=500, lr=1.0, init_scale=0.1)
+    assert W.shape == (2, 4, 6)
+    assert numerical_rank(W[0]) == 1
+    assert multiclass_margins(inputs @ W[1].T, targets).min() > 0  # width 4 fits all four classes
+    assert multiclass_margins(inputs @ W[0].T, targets).min() < 0  # width 1 cannot
+
+
+def test_factorized_descent_members_are_independent_of_each_other():
+    from lib.ocr.theorem import factorized_descent
+
+    inputs, targets = torch.eye(5), torch.tensor([0, 1, 2, 0, 1])
+    both = factorized_descent(inputs, targets, 3, [3, 3], steps=20)
+    alone = factorized_descent(inputs, targets, 3, [3], steps=20)
+    torch.testing.assert_close(both[0], alone[0])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"targets": torch.tensor([0, 5])}, "targets"),
+        ({"ranks": []}, "ranks"),
+        ({"ranks": [0]}, "rank"),
+        ({"steps": 0}, "steps"),
+        ({"init_scale": 0.0}, "init_scale"),
+        ({"inputs": torch.ones(3)}, "inputs"),
+    ],
+)
+def test_factorized_descent_bad_input_raises(kwargs, match):
+    from lib.ocr.theorem import factorized_descent
+
+    args = {"inputs": torch.eye(2), "targets": torch.tensor([0, 1]), "n_rows": 2, "ranks": [1]} | kwargs
+    with pytest.raises(ValueError, match=match):
+        factorized_descent(**args)

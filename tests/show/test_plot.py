@@ -329,6 +329,18 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ),
         {"title": "tiny"},
     ),
+    (
+        "ocr_interval_curves",
+        "two panels with chance",
+        (
+            STEPS,
+            {
+                "top-1": {"pre-trained": rand(4, 3), "from scratch": rand(4, 3)},
+                "retention": {"pre-trained": rand(4, 3, high=9.5)},
+            },
+        ),
+        {"ylabels": ["share", "mean rank"], "references": [0.05, None]},
+    ),
 ]
 
 

@@ -37,7 +37,7 @@ from lib.show.plot.induction import (
     phase_change_curves,
     phase_change_signatures,
 )
-from lib.show.plot.lm import ocr_mean_rank, ocr_rank_curves
+from lib.show.plot.lm import ocr_interval_curves, ocr_mean_rank, ocr_rank_curves
 from lib.show.plot.natural import ablation_by_checkpoint, loss_by_position_curves
 from lib.show.plot.ocr import (
     ocr_loss_curves,
@@ -63,6 +63,7 @@ __all__ = [
     "ocr_spectra",
     "ocr_mean_rank",
     "ocr_margin_grid",
+    "ocr_interval_curves",
     "ocr_rank_curves",
     # induction heads (chapter 5)
     "phase_change_curves",

@@ -140,3 +140,53 @@ def ocr_rank_curves(
     finish_figure(fig, title=title or "", title_size=11, tight=False)
     fig.tight_layout(rect=(0, 0.02 + 0.05 * rows, 1, 1))
     return fig
+
+
+def ocr_interval_curves(
+    steps: Array,
+    panels: Mapping[str, Mapping[str, Array]],
+    *,
+    ylabels: Sequence[str],
+    references: Sequence[float | None] | None = None,
+    xlabel: str = "fine-tuning step",
+    title: str | None = None,
+) -> Figure:
+    """Means with 95% intervals along training, one panel per measure (at most three).
+
+    Args:
+        steps: ``(K,)`` steps.
+        panels: panel title -> (line label -> ``(K, 3)`` rows ``[mean, low, high]``). A label keeps its colour.
+        ylabels: one y-axis label per panel.
+        references: one dashed reference level per panel (chance), or ``None`` for none.
+    """
+    if not panels or len(panels) > 3:
+        raise ValueError(f"panels must hold 1 to 3 panels, got {len(panels)}")
+    if len(ylabels) != len(panels) or (references is not None and len(references) != len(panels)):
+        raise ValueError(f"ylabels and references need one entry per panel ({len(panels)})")
+    x = to_numpy(steps)
+    labels = list(dict.fromkeys(label for lines in panels.values() for label in lines))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour_of = {label: colours[i % len(colours)] for i, label in enumerate(labels)}
+    fig, axes = new_figure(ncols=len(panels), width=4.6, height=3.8)
+    for k, (ax, (panel, lines)) in enumerate(zip(axes[0], panels.items())):
+        if not lines:
+            raise ValueError(f"panel {panel!r} has no lines")
+        for label, rows in lines.items():
+            v = to_numpy(rows)
+            if v.shape != (len(x), 3):
+                raise ValueError(f"{label!r} in {panel!r}: expected ({len(x)}, 3) [mean, low, high], got {v.shape}")
+            ax.plot(x, v[:, 0], color=colour_of[label], label=label)
+            ax.fill_between(x, v[:, 1], v[:, 2], color=colour_of[label], alpha=0.2, lw=0)
+        if references is not None and references[k] is not None:
+            ax.axhline(references[k], color="black", ls="--", lw=1, label="chance")
+        finish_axis(ax, xlabel=xlabel, ylabel=ylabels[k], title=panel, title_size=10)
+    handles: dict[str, Artist] = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    ncol = min(3, len(handles))
+    rows = -(-len(handles) // ncol)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    finish_figure(fig, title=title or "", title_size=11, tight=False)
+    fig.tight_layout(rect=(0, 0.02 + 0.05 * rows, 1, 1))
+    return fig
