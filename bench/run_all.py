@@ -113,8 +113,11 @@ def chapters() -> list[Path]:
 
 def host_factor() -> float:
     """How much slower than the reference speed this host runs now (>1: slower): :data:`REFERENCE_PLAIN_RATE`
-    over the plain loop's steps per second, measured for :data:`HOST_STEPS` steps. Measured right before each chapter,
-    so that a chapter's time divided by it is its time at the reference speed, whatever else the machine was doing."""
+    over the plain loop's steps per second, measured for :data:`HOST_STEPS` steps. Measured before and after each
+    chapter (their geometric mean is the chapter's factor): a chapter's time divided by it is its time at the reference
+    speed. Only on a steady load: where other jobs come and go during a chapter, two 2-second samples can miss them
+    (on 2026-12-02, with other jobs starting and stopping, factors of 1.4-6.7 came with reference-speed times of a third
+    of the quiet ones), so the page flags a chapter over budget on this host whatever its factor."""
     from induction_train import plain
 
     return round(REFERENCE_PLAIN_RATE / plain(max_steps=HOST_STEPS)[0], 2)
@@ -284,13 +287,16 @@ def main() -> None:
         for path in chapters():
             if args.chapters is not None and path.stem not in args.chapters:
                 continue
-            results.setdefault("host factor", {})[path.stem] = factor = host_factor()
+            before = host_factor()
             try:
                 secs = time_chapter(path)
             except Exception as error:  # a chapter's failed assert: reported, and the other chapters still run
                 failed[path.stem] = f"{type(error).__name__}: {str(error)[-2000:]}"
                 print(f"{path.stem:<40} FAILED: {failed[path.stem][-500:]}", flush=True)
             else:
+                # before and after the chapter: the load a chapter ran under is between the two, at best
+                factor = round((before * host_factor()) ** 0.5, 2)
+                results.setdefault("host factor", {})[path.stem] = factor
                 results["chapters"][path.stem] = round(secs, 2)
                 print(f"{path.stem:<40} {secs:7.1f} s (host x{factor:.2f})", flush=True)
             save()
