@@ -1,0 +1,50 @@
+"""Sphinx extension of the book's build: the References page labels each entry the way the chapters cite it.
+
+sphinxcontrib-bibtex's default style ("alpha") labels an entry ``[HZG+25]`` and lower-cases its title ("Generalization
+or hallucination? understanding out-of-context ..."), while the chapters write "Huang et al. [2025]". This registers the
+pybtex style ``book`` (``_config.yml``: ``bibtex_default_style: book``): labels ``Huang et al., 2025`` (one or two
+authors named; three or more as "et al."), titles as the paper writes them, entries sorted by author and year.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pybtex.style.formatting.unsrt import Style as UnsrtStyle
+from pybtex.style.labels import BaseLabelStyle
+from pybtex.style.sorting.author_year_title import SortingStyle
+from pybtex.style.template import field, sentence
+
+
+def author_year(entry: Any) -> str:
+    """``Huang et al., 2025`` / ``Lyu and Li, 2020`` / ``Elhage, 2021`` from a pybtex entry."""
+    people = entry.persons.get("author", [])
+    # a corporate author is written in braces in the .bib file ({Paper Notes}): the label drops them
+    last = [" ".join(p.last_names).strip("{}") for p in people] or [entry.fields.get("organization", entry.key)]
+    names = last[0] if len(last) == 1 else f"{last[0]} and {last[1]}" if len(last) == 2 else f"{last[0]} et al."
+    return f"{names}, {entry.fields.get('year', 'n.d.')}"
+
+
+class AuthorYearLabels(BaseLabelStyle):
+    def format_labels(self, sorted_entries: Iterable[Any]) -> Iterator[str]:
+        for entry in sorted_entries:
+            yield author_year(entry)
+
+
+class BookStyle(UnsrtStyle):
+    default_label_style = AuthorYearLabels
+    default_sorting_style = SortingStyle
+
+    def format_title(self, e: Any, which_field: str, as_sentence: bool = True) -> Any:
+        """The title as written (the parent class capitalizes its first letter and lower-cases the rest)."""
+        title = field(which_field)
+        return sentence[title] if as_sentence else title
+
+
+def setup(app: Any) -> dict[str, Any]:
+    """Sphinx entry point (``_config.yml`` names this file under ``sphinx.local_extensions``)."""
+    from pybtex.plugin import register_plugin
+
+    register_plugin("pybtex.style.formatting", "book", BookStyle)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
