@@ -192,3 +192,19 @@ def test_headings_are_numbered_two_levels_deep():
         if (found := [s.get_text() for s in soup_of(page).select("span.section-number") if s.get_text().count(".") > 2])
     }
     assert not deep, f"headings numbered three levels deep: {deep}"
+
+
+def test_solutions_say_so_and_the_setup_cell_is_left_out():
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        assert "Show code cell source" not in text, f"{page.name}: a toggle that does not say it opens a solution"
+        assert "REPOSITORY = " not in text, f"{page.name}: the setup cell is on the page"
+
+
+def test_reference_labels_read_like_the_citations():
+    """The References page labels 'Huang et al., 2025' (_ext/bibliography_style.py), not pybtex's '[HZG+25]'."""
+    page = HTML / "chapters" / "references.html"
+    labels = [s.get_text(strip=True).strip("[]") for s in soup_of(page).select("div.citation span.label")]
+    assert labels, "no bibliography entries on the References page"
+    odd = [label for label in labels if not re.fullmatch(r"[^\W\d][\w\s.-]*(?: et al\.| and [\w-]+)?, \d{4}", label)]
+    assert not odd, f"labels that are not author-year: {odd}"

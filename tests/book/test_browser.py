@@ -107,7 +107,8 @@ def expected_figures(page_path: Path) -> int:
     )
 
 
-# Code and output blocks that scroll sideways, and printed tables wider than their cell: a reader at the
+# Code and output blocks that scroll sideways, printed tables wider than their cell, display equations wider than the
+# column (MathJax cuts them off): a reader at the
 # test's 1280-pixel window sees them cut at the column's right edge (79 characters with _static/code-column.css).
 OVERFLOWING = """() => {
   document.querySelectorAll("details").forEach((d) => { d.open = true; });  // collapsed solutions too
@@ -115,7 +116,10 @@ OVERFLOWING = """() => {
     .filter((e) => e.scrollWidth > e.clientWidth + 1);
   const tables = [...document.querySelectorAll("div.cell_output table")]
     .filter((t) => t.getBoundingClientRect().width > t.closest("div.cell_output").clientWidth + 1);
-  return [...blocks, ...tables].map((e) => e.innerText.split("\\n")[0].slice(0, 60));
+  // display equations, typeset by MathJax (UNTYPESET_MATH has awaited it): the formula wider than its block
+  const equations = [...document.querySelectorAll("div.math mjx-container")]
+    .filter((c) => c.firstElementChild && c.firstElementChild.getBoundingClientRect().width > c.clientWidth + 1);
+  return [...blocks, ...tables, ...equations].map((e) => e.innerText.split("\\n")[0].slice(0, 60));
 }"""
 
 # Math on the page (Sphinx's span.math / div.math) left untypeset once MathJax, served with the book by
@@ -162,7 +166,9 @@ def test_page_renders_cleanly(rel, server, browser):
     want = expected_figures(HTML / rel)
     assert figures >= want, f"{rel}: page shows {figures} figures, its notebook produced {want}"
     assert not raw_math, f"{rel}: math shown as raw TeX (MathJax did not typeset it offline): {raw_math[:5]}"
-    assert not cut_off, f"{rel}: code, printed output or tables wider than the page's column (cut off): {cut_off}"
+    assert not cut_off, (
+        f"{rel}: code, printed output, tables or equations wider than the page's column (cut off): {cut_off}"
+    )
 
 
 # Interactive figures (lib.show.interactive): plotly figures that the reader's browser draws from data in the page, with

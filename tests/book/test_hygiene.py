@@ -87,6 +87,8 @@ def test_starts_with_title_and_setup(path):
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     setup = code_cells(nb)[0]
     assert "setup" in tags(setup), f"{path.name}: the first code cell must be the setup cell (tag 'setup')"
+    # the reader of the book does not need it (the Colab bar says how to run the chapter); notebooks keep it
+    assert "remove-cell" in tags(setup), f"{path.name}: the setup cell needs tag remove-cell (left out of the HTML)"
 
 
 def test_setup_cell_is_identical_everywhere_and_uses_the_config_url():
@@ -231,6 +233,10 @@ def test_exercise_cells_are_tagged(path):
             # Colab ignores hide-input; a form cell ('# @title' first line, cellView "form") stays folded there.
             assert source(cell).startswith("# @title "), f"{path.name}: solution must start '# @title Solution'"
             assert cell["metadata"].get("cellView") == "form", f"{path.name}: solution needs metadata cellView: form"
+            # the book's toggle says what it opens (myst-nb's default is "Show code cell source")
+            assert cell["metadata"].get("mystnb", {}).get("code_prompt_show") == "Show the solution", (
+                f"{path.name}: solution needs metadata mystnb.code_prompt_show 'Show the solution'"
+            )
 
 
 EXERCISE = re.compile(r"^#{2,3} Exercise (?P<chapter>\d+)\.(?P<k>\d+)( \(open\))?: \S")
