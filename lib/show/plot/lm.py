@@ -4,6 +4,7 @@ fine-tuning."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -92,6 +93,27 @@ def ocr_mean_rank(
     return finish_figure(fig)
 
 
+def _colour_of_label(panels: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """One colour per line label across all panels, in order of first appearance."""
+    labels = list(dict.fromkeys(label for lines in panels.values() for label in lines))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {label: colours[i % len(colours)] for i, label in enumerate(labels)}
+
+
+def _legend_below(fig: Figure, axes: Any, title: str | None) -> Figure:
+    """One legend for all panels, below them (a label has the same colour everywhere), and the figure's title."""
+    handles: dict[str, Artist] = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    ncol = min(3, len(handles))
+    rows = -(-len(handles) // ncol)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    finish_figure(fig, title=title or "", title_size=11, tight=False)
+    fig.tight_layout(rect=(0, 0.02 + 0.05 * rows, 1, 1))
+    return fig
+
+
 def ocr_rank_curves(
     steps: Array,
     panels: Mapping[str, Mapping[str, Array]],
@@ -114,9 +136,7 @@ def ocr_rank_curves(
     if not panels or len(panels) > 3:
         raise ValueError(f"panels must hold 1 to 3 panels, got {len(panels)}")
     x = to_numpy(steps)
-    labels = list(dict.fromkeys(label for lines in panels.values() for label in lines))
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colour_of = {label: colours[i % len(colours)] for i, label in enumerate(labels)}
+    colour_of = _colour_of_label(panels)
     fig, axes = new_figure(ncols=len(panels), width=4.6, height=3.8, sharey=True)
     for ax, (panel, lines) in zip(axes[0], panels.items()):
         if not lines:
@@ -129,17 +149,7 @@ def ocr_rank_curves(
         ax.axhline(chance, color="black", ls="--", lw=1, label="chance (random order)")
         finish_axis(ax, xlabel=xlabel, title=panel, title_size=10)
     axes[0, 0].set_ylabel("held-out mean rank (0 = best)")
-    # one legend for all panels, below them: a label has the same colour everywhere
-    handles: dict[str, Artist] = {}
-    for ax in axes[0]:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(label, handle)
-    ncol = min(3, len(handles))
-    rows = -(-len(handles) // ncol)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
-    finish_figure(fig, title=title or "", title_size=11, tight=False)
-    fig.tight_layout(rect=(0, 0.02 + 0.05 * rows, 1, 1))
-    return fig
+    return _legend_below(fig, axes, title)
 
 
 def ocr_interval_curves(
@@ -164,9 +174,7 @@ def ocr_interval_curves(
     if len(ylabels) != len(panels) or (references is not None and len(references) != len(panels)):
         raise ValueError(f"ylabels and references need one entry per panel ({len(panels)})")
     x = to_numpy(steps)
-    labels = list(dict.fromkeys(label for lines in panels.values() for label in lines))
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colour_of = {label: colours[i % len(colours)] for i, label in enumerate(labels)}
+    colour_of = _colour_of_label(panels)
     fig, axes = new_figure(ncols=len(panels), width=4.6, height=3.8)
     for k, (ax, (panel, lines)) in enumerate(zip(axes[0], panels.items())):
         if not lines:
@@ -180,13 +188,4 @@ def ocr_interval_curves(
         if references is not None and references[k] is not None:
             ax.axhline(references[k], color="black", ls="--", lw=1, label="chance")
         finish_axis(ax, xlabel=xlabel, ylabel=ylabels[k], title=panel, title_size=10)
-    handles: dict[str, Artist] = {}
-    for ax in axes[0]:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(label, handle)
-    ncol = min(3, len(handles))
-    rows = -(-len(handles) // ncol)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
-    finish_figure(fig, title=title or "", title_size=11, tight=False)
-    fig.tight_layout(rect=(0, 0.02 + 0.05 * rows, 1, 1))
-    return fig
+    return _legend_below(fig, axes, title)
