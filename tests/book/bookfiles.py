@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ROOT / "chapters"
+
+
+def load_extension(name: str) -> ModuleType:
+    """The book build's Sphinx extension ``_ext/<name>.py``, imported as a module (``_ext`` is no package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "_ext" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def config() -> dict:

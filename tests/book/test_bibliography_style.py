@@ -1,11 +1,8 @@
 """_ext/bibliography_style.py: the References page's labels read like the chapters' citations, titles as written."""
 
-import importlib.util
-from pathlib import Path
-
+from bookfiles import load_extension
 from pybtex.database import parse_string
 
-EXTENSION = Path(__file__).resolve().parents[2] / "_ext" / "bibliography_style.py"
 BIB = """
 @misc{a, title = {Generalization or Hallucination? Understanding OCR}, author = {Huang, Y. and Zhu, H. and Mei, S.},
        year = {2025}}
@@ -15,15 +12,8 @@ BIB = """
 """
 
 
-def load_extension():
-    spec = importlib.util.spec_from_file_location("bibliography_style", EXTENSION)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_labels_are_author_year_and_titles_keep_their_case():
-    style = load_extension().BookStyle()
+    style = load_extension("bibliography_style").BookStyle()
     entries = parse_string(BIB, "bibtex").entries
     formatted = {e.key: e for e in style.format_entries(entries.values())}
     assert formatted["a"].label == "Huang et al., 2025"

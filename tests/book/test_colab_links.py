@@ -1,24 +1,15 @@
 """_ext/colab_links.py: every chapter page opens its learner edition and the full chapter in Colab."""
 
-import importlib.util
 import re
 
 import pytest
-from bookfiles import ROOT, config, resolve, toc_files
+from bookfiles import ROOT, config, load_extension, resolve, toc_files
 
-EXTENSION = ROOT / "_ext" / "colab_links.py"
 HTML = ROOT / "_build" / "html"
 
 
-def load_extension():
-    spec = importlib.util.spec_from_file_location("colab_links", EXTENSION)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_colab_addresses_follow_the_repository():
-    links = load_extension()
+    links = load_extension("colab_links")
     assert links.colab_url("https://github.com/Some-One/my-book", "main", "learner/05_x.ipynb") == (
         "https://colab.research.google.com/github/Some-One/my-book/blob/main/learner/05_x.ipynb"
     )

@@ -1,25 +1,15 @@
 """_ext/plotly_assets.py, the book build's Sphinx extension: plotly.js served from the book, only where a figure is."""
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
 import torch
+from bookfiles import load_extension
 
 from lib.show import interactive
 
-EXTENSION = Path(__file__).resolve().parents[2] / "_ext" / "plotly_assets.py"
-
-
-def load_extension():
-    spec = importlib.util.spec_from_file_location("plotly_assets", EXTENSION)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_sphinx_hook_loads_plotly_only_on_figure_pages_and_writes_it(tmp_path):
-    plotly_assets = load_extension()
+    plotly_assets = load_extension("plotly_assets")
     added = []
     app = SimpleNamespace(
         add_js_file=lambda name, **options: added.append((name, options)),
