@@ -105,6 +105,11 @@ def test_citations_resolve_to_the_bibliography():
         unresolved = [t for t in targets if t not in entries]
         assert not unresolved, f"{page.name}: citations pointing at no bibliography entry: {unresolved}"
         assert "{cite" not in main.get_text(), f"{page.name} shows a raw {{cite}} role"
+        # the link is the whole citation, 'Huang et al. [2025]' (_ext/bibliography_style.py), not the year alone
+        year_only = [
+            a.get_text() for a in main.select('a[href^="references.html#"]') if a.get_text().strip("[]()").isdigit()
+        ]
+        assert not year_only, f"{page.name}: citations whose link is the year alone: {year_only}"
 
 
 def test_glossary_terms_are_linked_from_every_chapter():
@@ -199,6 +204,25 @@ def test_solutions_say_so_and_the_setup_cell_is_left_out():
         text = page.read_text(encoding="utf-8")
         assert "Show code cell source" not in text, f"{page.name}: a toggle that does not say it opens a solution"
         assert "REPOSITORY = " not in text, f"{page.name}: the setup cell is on the page"
+
+
+def test_one_search_box():
+    """One search field in the sidebar and the article header's search button (shown only where the sidebar is folded
+    away), and no second field in a top bar (_ext/page_chrome.py)."""
+    for page in pages():
+        soup = soup_of(page)
+        assert len(soup.select(".bd-sidebar-primary .search-button-field")) == 1, f"{page.name}: no sidebar search"
+        assert soup.select(".bd-header-article button.search-button"), f"{page.name}: no search button"
+        assert not soup.select(".bd-header .search-button-field"), f"{page.name}: a second search box in the top bar"
+
+
+def test_mathjax_only_on_pages_with_math():
+    """A page loads MathJax exactly when its own text has math (_ext/page_chrome.py)."""
+    for page in pages():
+        soup = soup_of(page)
+        has_math = bool(soup.select("main .math"))
+        loads = any("mathjax" in script.get("src", "") for script in soup.select("script"))
+        assert loads == has_math, f"{page.name}: math on the page {has_math}, MathJax loaded {loads}"
 
 
 def test_reference_labels_read_like_the_citations():
