@@ -44,19 +44,28 @@ MICRO = [
     "ablation_sweep",
 ]
 CHAPTER_OF = {
-    "ocr_train": "chapter 2",
-    "ocr_rank_sweep": "chapter 2",
-    "ocr_theory": "chapter 3",
-    "prior_knowledge": "chapter 4",
-    "induction_train": "chapter 5",
-    "smear_train": "chapter 6",
-    "ablation_sweep": "chapter 7",
+    "ocr_train": "02_factorized_vs_merged",
+    "ocr_rank_sweep": "02_factorized_vs_merged",
+    "ocr_theory": "03_why_factorization_generalizes",
+    "prior_knowledge": "04_ocr_in_language_models",
+    "induction_train": "05_induction_heads",
+    "smear_train": "06_smeared_keys",
+    "ablation_sweep": "07_ablation",
 }
-"""The chapter each micro-benchmark measures (the page groups its table by it)."""
+"""The chapter each micro-benchmark measures (the page groups its table by it, and links it)."""
+
+
+def chapter_link(stem: str, text: str = "") -> str:
+    """``[chapter 5](its published page)`` for notebook ``05_...`` (the book keeps the link inside: _ext/own_pages)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from check_repository_url import pages_url
+
+    return f"[{text or f'chapter {int(stem[:2])}'}]({pages_url()}/chapters/{stem}.html)"
+
 
 NOTES = """\
-- **8 seeds batched vs one seed (chapter 2; target: at most 2x).** Not met on the CPU. A profile of one training
-  step of chapter 2's factorized model (one torch thread) shows why: the forward pass of 8 seeds is 2.8 ms against
+- **8 seeds batched vs one seed ({ch2}; target: at most 2x).** Not met on the CPU. A profile of one training
+  step of the chapter's factorized model (one torch thread) shows why: the forward pass of 8 seeds is 2.8 ms against
   0.28 ms for one seed, because the output map's products grow with the number of seeds (8 x 252 sequences x 128 x
   128 per matrix product) and a CPU core is already busy with one seed's. Batching still beats training the seeds
   one after another (the "sequential / batched" line). Data generation no longer grows with the seeds: all seeds'
@@ -77,7 +86,8 @@ def speed_note(micro: dict) -> str:
     if steps is None or wall is None:
         return ""
     return (
-        "- **Time to the phase change (chapter 5).** `induction_train` compares chapter 5's set-up with a plain\n"
+        f"- **Time to the phase change ({chapter_link('05_induction_heads')}).** `induction_train` compares the\n"
+        "  chapter's set-up with a plain\n"
         "  transformer_lens loop (a segment repeated once and then fresh random tokens, lr 1e-3, batch 64). The\n"
         f"  plain loop needs {steps:.1f} times the steps and {wall:.1f} times the wall time to the phase change.\n"
         "  Most of the gain is in the number of steps: a segment that repeats until the sequence is full gives\n"
@@ -189,7 +199,7 @@ def markdown(results: dict) -> str:
     if results.get("micro"):
         parts.append("## Training benchmarks\n\nEach benchmark times the book's code against a plain reference loop.")
     for bench, numbers in results.get("micro", {}).items():
-        where = f" ({CHAPTER_OF[bench]})" if bench in CHAPTER_OF else ""
+        where = f" ({chapter_link(CHAPTER_OF[bench])})" if bench in CHAPTER_OF else ""
         parts.append(f"### `{bench}`{where}\n\n" + table(micro_rows(numbers)))
     return "\n\n".join(parts)
 
@@ -216,7 +226,13 @@ def write_figures(results: dict) -> list[tuple[str, str]]:
         book, plain = ({"steps": numbers[s], "seconds": numbers[t]} for s, t in keys.values())
         fig = plot.time_to_phase_change(book, plain)
         fig.savefig(FIGURES / "time_to_phase_change.png", bbox_inches="tight")
-        drawn.append(("time_to_phase_change.png", "Chapter 5's set-up against a plain loop, to the phase change."))
+        drawn.append(
+            (
+                "time_to_phase_change.png",
+                f"{chapter_link('05_induction_heads', 'Chapter 5')}'s set-up against a plain loop, to the phase "
+                "change.",
+            )
+        )
     return drawn
 
 
@@ -240,7 +256,7 @@ def write_page(results: dict) -> None:
         + figures
         + "## Reading the numbers\n\n"
         + speed_note(results.get("micro", {}))
-        + NOTES
+        + NOTES.format(ch2=chapter_link("02_factorized_vs_merged"))
         + "\n"
         + markdown(results)
         + "\n"
