@@ -6,7 +6,12 @@ come from ``_config.yml``'s ``repository`` (url and branch), so a fork's pages l
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from check_repository_url import owner_and_name  # noqa: E402
 
 COLAB = "https://colab.research.google.com/github"
 CHAPTER = re.compile(r"chapters/(\d\d_\w+)")
@@ -15,10 +20,7 @@ BAR_CLASS = "colab-links"
 
 def colab_url(repository: str, branch: str, path: str) -> str:
     """``https://github.com/OWNER/NAME``, ``main``, ``learner/05_x.ipynb`` -> the address Colab opens it at."""
-    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?", repository)
-    if not match:
-        raise ValueError(f"repository must be a GitHub address https://github.com/OWNER/NAME, got {repository!r}")
-    owner, name = match.groups()
+    owner, name = owner_and_name(repository)
     return f"{COLAB}/{owner}/{name}/blob/{branch}/{path}"
 
 

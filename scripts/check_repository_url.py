@@ -23,17 +23,29 @@ def configured_url() -> str:
     return match.group(1)
 
 
+def owner_and_name(repository: str) -> tuple[str, str]:
+    """``https://github.com/OWNER/NAME`` (a final ``.git`` or ``/`` allowed) -> ``(OWNER, NAME)``.
+
+    Raises:
+        ValueError: not a GitHub repository address.
+    """
+    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?", repository.strip())
+    if not match:
+        raise ValueError(f"repository must be a GitHub address https://github.com/OWNER/NAME, got {repository!r}")
+    owner, name = match.groups()
+    return owner, name
+
+
 def pages_url(repository: str | None = None) -> str:
     """The GitHub Pages address of the book published from ``repository`` (default: _config.yml's), no final slash.
 
     ``https://github.com/OWNER/NAME`` -> ``https://OWNER.github.io/NAME``; a page ``chapters/x.md`` or
     ``chapters/x.ipynb`` of the book is then ``{pages_url()}/chapters/x.html``.
     """
-    url = (repository or configured_url()).rstrip("/")
-    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?", url)
-    if not match:
-        raise SystemExit(f"{url} is not a GitHub repository address https://github.com/OWNER/NAME")
-    owner, name = match.groups()
+    try:
+        owner, name = owner_and_name(repository or configured_url())
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
     return f"https://{owner.lower()}.github.io/{name}"
 
 
