@@ -30,15 +30,29 @@ COLUMN_PX = 690
 MAX_COLUMNS = 3
 """At most this many panels side by side: more would be too small to read in the page column."""
 
-MAX_WIDTH = 8.0
-"""Widest figure :func:`new_figure` makes, in inches (800 px at matplotlib's 100 dpi). Shown in the 690-px column
-it is scaled by about 0.85, so text of :data:`MIN_FONT` points stays at least 8 px tall on the page."""
+MAX_WIDTH = 6.9
+"""Widest figure :func:`new_figure` makes, in inches: :data:`COLUMN_PX` at matplotlib's 100 dpi, so that a figure is
+shown at its own size, never scaled down, and its text keeps the size it was set in."""
 
-MIN_FONT = 7.0
-"""Smallest font size (points) any figure uses."""
+MIN_FONT = 10.0
+"""Smallest font size (points) any figure uses: 14 px on the page (at 100 dpi, unscaled), beside the 16-px text."""
 
 ICL_SCORE_LABEL = "ICL score (nats; < 0 = learns in context)"
 """y-label of every plot of the in-context-learning score."""
+
+
+def sharp_notebook_figures() -> None:
+    """In a notebook (an IPython kernel), show figures as PNGs of twice their pixels at their own size ("retina"):
+    sharp on high-resolution screens, the same size on the page. Does nothing outside a kernel."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+    set_matplotlib_formats("retina")
 
 
 def to_numpy(x: Array) -> np.ndarray:
@@ -87,7 +101,7 @@ def finish_axis(
     title_size: float | None = None,
     label_size: float | None = None,
     legend: bool = False,
-    legend_size: float = 8,
+    legend_size: float = MIN_FONT,
     legend_loc: LegendLoc | None = None,
     grid: Literal["x", "y", "both"] | None = None,
 ) -> None:

@@ -138,9 +138,9 @@ def test_performance_page_shows_the_bench_figures_and_grouped_tables():
     assert "Chapters" in headings and "Training benchmarks" in headings, headings
 
 
-# Figures are made at most 8 inches wide (lib.show._common.MAX_WIDTH, 800 px at 100 dpi) plus the crop's padding;
-# shown in the ~690 px column they shrink by at most ~0.8, so their text stays readable.
-MAX_FIGURE_PX = 850
+# Figures are made at most 6.9 inches wide (lib.show._common.MAX_WIDTH, the ~690-px column at 100 dpi) plus the
+# crop's padding: shown at their own size, never shrunk, so their text keeps its 10 points or more.
+MAX_FIGURE_PX = 700
 
 
 def png_width(path) -> int:
@@ -148,16 +148,28 @@ def png_width(path) -> int:
     return int.from_bytes(path.read_bytes()[16:20], "big")
 
 
+def chapter_figures() -> list[tuple[str, int, int]]:
+    """(page: file, width shown on the page in CSS px, the PNG's own width in px) of every chapter figure."""
+    found = []
+    for page in CHAPTER_PAGES:
+        for img in main_of(page).select("img"):
+            if img["src"].endswith(".png"):
+                pixels = png_width((page.parent / img["src"]).resolve())
+                found.append((f"{page.name}: {img['src']}", int(img.get("width", pixels)), pixels))
+    return found
+
+
 def test_figures_fit_the_page_column():
-    widths = {
-        f"{page.name}: {img['src']}": png_width((page.parent / img["src"]).resolve())
-        for page in CHAPTER_PAGES
-        for img in main_of(page).select("img")
-        if img["src"].endswith(".png")
-    }
-    assert widths, "no figures found"
-    too_wide = {name: w for name, w in widths.items() if w > MAX_FIGURE_PX}
-    assert not too_wide, f"figures wider than {MAX_FIGURE_PX} px: {too_wide}"
+    figures = chapter_figures()
+    assert figures, "no figures found"
+    too_wide = {name: shown for name, shown, _ in figures if shown > MAX_FIGURE_PX}
+    assert not too_wide, f"figures wider than {MAX_FIGURE_PX} px on the page: {too_wide}"
+
+
+def test_figures_are_sharp_on_high_resolution_screens():
+    """Each PNG holds twice the pixels it is shown at (lib.show._common.sharp_notebook_figures)."""
+    blurry = {name: (shown, pixels) for name, shown, pixels in chapter_figures() if pixels < 2 * shown - 2}
+    assert not blurry, f"figures with fewer than 2 pixels per CSS pixel, (shown, pixels): {blurry}"
 
 
 def test_no_script_or_stylesheet_from_another_site():

@@ -384,10 +384,10 @@ def test_draws_into_a_given_panel(name: str, args: tuple[Any, ...]) -> None:
     plt.close(fig)
 
 
-# The page column is about 690 px wide; a wider figure is shown scaled down to it. Text must stay at least 8 px
-# tall on the page, and at most three panels may sit side by side.
+# The page column is about 690 px wide; a wider figure is shown scaled down to it. Text must stay at least 10 pt
+# (13.3 CSS px) tall on the page, beside 16-px body text, and at most three panels may sit side by side.
 COLUMN_PX = 690
-MIN_TEXT_PX = 8.0
+MIN_TEXT_PX = 13.3  # 10 pt in CSS pixels
 
 
 def displayed_size(fig: Figure) -> tuple[float, float, str]:

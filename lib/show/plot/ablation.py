@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from lib.show._common import (
     ICL_SCORE_LABEL,
+    MIN_FONT,
     Array,
     Window,
     figure_of,
@@ -46,9 +47,9 @@ def ablation_effects(names: Sequence[str], panels: Mapping[str, Mapping[str, Arr
                 label=kind,
             )
         ax.axhline(0, color="black", lw=0.8)
-        finish_axis(ax, ylabel=label, label_size=8, grid="y")
-    axes[0, 0].legend(fontsize=8, title="ablation", title_fontsize=8)
-    axes[-1, 0].set_xticks(x, names, fontsize=8, rotation=30, ha="right")
+        finish_axis(ax, ylabel=label, label_size=MIN_FONT, grid="y")
+    axes[0, 0].legend(fontsize=MIN_FONT, title="ablation", title_fontsize=MIN_FONT)
+    axes[-1, 0].set_xticks(x, names, fontsize=MIN_FONT, rotation=30, ha="right")
     return finish_figure(fig, title=title, title_size=11)
 
 
@@ -78,7 +79,7 @@ def ablation_over_training(
             vmax=vmax,
             shading="flat",
         )
-        ax.set_yticks(range(len(row_names)), row_names, fontsize=8)
+        ax.set_yticks(range(len(row_names)), row_names, fontsize=MIN_FONT)
         ax.invert_yaxis()
         if window is not None:
             for edge in window:
@@ -149,9 +150,9 @@ def ablated_loss_along_sequence(
         xlabel="position of the predicted token",
         ylabel="loss (nats)",
         title=title,
-        title_size=9,
+        title_size=MIN_FONT,
         legend=True,
-        legend_size=7,
+        legend_size=MIN_FONT,
         legend_loc="upper right",
     )
     return fig

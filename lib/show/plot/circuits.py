@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from lib.show._common import (
+    MIN_FONT,
     Array,
     finish_axis,
     finish_figure,
@@ -67,18 +68,18 @@ def composition_score_grid(
         im = ax.imshow(v, cmap="RdBu_r", norm=norm, interpolation="nearest")
         for (i, j), x in np.ndenumerate(v):
             dark = abs(float(norm(x)) - 0.5) > 0.3  # white text on the saturated ends of the colour map
-            ax.text(j, i, f"{x:.2f}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
+            ax.text(j, i, f"{x:.2f}", ha="center", va="center", fontsize=MIN_FONT, color="white" if dark else "black")
         rows, cols = v.shape
         ax.set_yticks(range(rows), list(row_names) if row_names is not None else [str(i) for i in range(rows)])
         ax.set_xticks(range(cols), list(column_names) if column_names is not None else [str(j) for j in range(cols)])
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=MIN_FONT)
         finish_axis(
             ax,
             xlabel=column_label,
             ylabel=row_label,
             title=f"{kind}-composition\nrandom {mean:.3f} ± {sd:.3f}",
-            title_size=9,
-            label_size=8,
+            title_size=MIN_FONT,
+            label_size=MIN_FONT,
         )
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04).ax.tick_params(labelsize=7)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04).ax.tick_params(labelsize=MIN_FONT)
     return finish_figure(fig, title="Composition scores (colour centred at the random mean)", title_size=10)

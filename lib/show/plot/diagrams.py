@@ -16,10 +16,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from lib.core import validate
-from lib.show._common import MAX_WIDTH, finish_figure, new_figure
+from lib.show._common import MAX_WIDTH, MIN_FONT, finish_figure, new_figure
 
-TEXT = 9.0
-"""Font size (points) of a diagram's labels: at :data:`~lib.show._common.MAX_WIDTH` wide, about 10 px on the page."""
+TEXT = MIN_FONT + 1
+"""Font size (points) of a diagram's labels (its smaller notes: one point less, :data:`~lib.show._common.MIN_FONT`)."""
 
 COLOURS = {
     "token": "#dbe9f6",
@@ -111,9 +111,9 @@ def induction_circuit_diagram(first: str = "A", second: str = "B") -> Figure:
     for name, value in (("first", first), ("second", second)):
         if not isinstance(value, str) or not 1 <= len(value) <= 6:
             raise ValueError(f"{name} must be a token name of 1 to 6 characters, got {value!r}")
-    fig, (ax,) = _canvas(1, 4.4)
+    fig, (ax,) = _canvas(1, 5.0)
     xs = [0.0, 1.7, 3.4, 5.1]  # positions: [first], [second], …, [first]
-    y_token, y_l0, y_l1, y_out = 0.0, 1.45, 2.9, 4.25
+    y_token, y_l0, y_l1, y_out = 0.0, 1.55, 3.35, 4.75
     for x in xs:  # each position's residual stream
         ax.plot([x, x], [y_token + 0.3, y_out - 0.3], color="#bbbbbb", lw=3, zorder=0, solid_capstyle="butt")
     for x, name in zip(xs, [first, second, "…", first]):
@@ -139,7 +139,7 @@ def induction_circuit_diagram(first: str = "A", second: str = "B") -> Figure:
     _arrow(ax, (xs[1], y_l0 + 0.36), (xs[1], y_l1 - 0.36), colour=COLOURS["composition"], lw=2.2)
     ax.text(
         xs[1] + 0.12,
-        (y_l0 + y_l1) / 2,
+        (y_l0 + y_l1) / 2 - 0.1,
         "K-composition:\nthe key reads what\nlayer 0 wrote",
         ha="left",
         va="center",
@@ -149,7 +149,7 @@ def induction_circuit_diagram(first: str = "A", second: str = "B") -> Figure:
     _arrow(ax, (xs[3] - 0.66, y_l1 + 0.12), (xs[1] + 0.66, y_l1 + 0.12), colour=COLOURS["attention"], bend=0.3)
     ax.text(
         (xs[1] + xs[3]) / 2,
-        y_l1 - 0.15,
+        y_l1 - 0.2,
         f"attends where\nthe key matches\n(query {first} = prev {first})",
         ha="center",
         va="center",
@@ -191,7 +191,7 @@ def output_value_map_diagram(d: int, r: int) -> Figure:
         _box(ax, 0, 0, bag, colour=COLOURS["token"], width=2.4, height=0.75)
         _box(ax, 0, 4.2, logits, colour=COLOURS["output"], width=2.4, height=0.75)
         ax.set_xlim(-1.9, 1.9)
-        ax.set_ylim(-0.7, 4.9)
+        ax.set_ylim(-1.3, 4.9)
     ax = axes[0]
     _box(ax, 0, 1.3, f"$W_V^\\top$  ({r} × {d})", colour=COLOURS["layer 0"], width=2.0, height=0.5)
     _box(ax, 0, 2.1, f"{r} numbers", colour="white", width=1.0 if r < d else 2.0, height=0.4)
@@ -208,7 +208,7 @@ def output_value_map_diagram(d: int, r: int) -> Figure:
     fig.text(
         0.5,
         0.015,
-        f"Same input and output; only how the map is stored and trained differs ({text}).",
+        f"Same input and output; only how the map is stored and trained differs\n({text}).",
         ha="center",
         fontsize=TEXT,
     )
@@ -232,7 +232,16 @@ def ablation_diagram(removed: str = "head A", reader: str = "head B") -> Figure:
         ax.text(-0.12, 0.0, "residual\nstream", ha="right", va="bottom", fontsize=TEXT)
         _box(ax, 0, 4.3, "logits → loss", colour=COLOURS["output"], width=1.7, height=0.45)
         # the removed head: its output is zeroed before it reaches the stream
-        _box(ax, 1.3, 1.0, f"{removed}\noutput set to 0", colour=COLOURS["removed"], width=1.8, height=0.7)
+        _box(
+            ax,
+            1.3,
+            1.0,
+            f"{removed}\noutput set to 0",
+            colour=COLOURS["removed"],
+            width=2.0,
+            height=0.75,
+            size=TEXT - 1,
+        )
         _arrow(ax, (0.4, 1.0), (0.02, 1.0), colour=COLOURS["removed edge"], lw=1.6, dashed=True)
         ax.text(0.2, 1.17, "×", ha="center", va="bottom", fontsize=TEXT + 3, color=COLOURS["removed edge"])
         # the later head: values always read the (changed) stream; its pattern depends on the kind of ablation
@@ -255,12 +264,21 @@ def ablation_diagram(removed: str = "head A", reader: str = "head B") -> Figure:
             title = "full ablation"
             note = f"removes {removed}'s own effect and\nits effect through {reader}'s attention"
         else:
-            _box(ax, 2.75, 2.9, "pattern\nrecorded on\nthe intact\nmodel", colour="white", width=1.15, height=1.1)
-            _arrow(ax, (2.17, 2.9), (1.92, 2.9), colour=COLOURS["attention"], lw=2)
+            _box(
+                ax,
+                2.85,
+                2.9,
+                "pattern\nrecorded\non the\nintact\nmodel",
+                colour="white",
+                width=1.2,
+                height=1.5,
+                size=TEXT - 1,
+            )
+            _arrow(ax, (2.23, 2.9), (1.92, 2.9), colour=COLOURS["attention"], lw=2)
             title = "pattern-preserving ablation"
             note = f"removes only what {removed} wrote;\nevery head attends where it did"
         ax.text(1.6, -0.35, note, ha="center", va="top", fontsize=TEXT - 1)
-        ax.set_xlim(-1.3, 3.5)
+        ax.set_xlim(-1.3, 3.6)
         ax.set_ylim(-1.0, 4.7)
         ax.set_title(title, fontsize=TEXT + 1)
     return finish_figure(fig)

@@ -164,8 +164,8 @@ def loss_pca_trajectory(
             zorder=3,
             label="2 layers: phase change",
         )
-    ax.annotate("start", c[0], fontsize=8)
-    ax.annotate("end", c[-1], fontsize=8)
+    ax.annotate("start", c[0], fontsize=MIN_FONT)
+    ax.annotate("end", c[-1], fontsize=MIN_FONT)
     labels = ["PC 1", "PC 2"]
     if explained is not None:
         e = to_numpy(explained)
@@ -207,15 +207,15 @@ def head_scores_over_training(steps: Array, scores: Mapping[str, Array], *, wind
             interpolation="nearest",
             extent=(-0.5, n - 0.5, layers * heads - 0.5, -0.5),
         )
-        ax.set_yticks(range(layers * heads), head_names(layers, heads), fontsize=8)
+        ax.set_yticks(range(layers * heads), head_names(layers, heads), fontsize=MIN_FONT)
         ticks = np.linspace(0, n - 1, min(n, 6)).round().astype(int)
-        ax.set_xticks(ticks, [f"{int(s[t])}" for t in ticks], fontsize=8)
+        ax.set_xticks(ticks, [f"{int(s[t])}" for t in ticks], fontsize=MIN_FONT)
         if window is not None:
             inside = np.nonzero((s >= window[0]) & (s <= window[1]))[0]
             for edge in (inside[0] - 0.5, inside[-1] + 0.5) if len(inside) else ():
                 ax.axvline(edge, color="orange", ls="--", lw=1.2)
         finish_axis(ax, xlabel="training step" if ax is panels[-1] else None, title=name, title_size=10)
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02).ax.tick_params(labelsize=8)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02).ax.tick_params(labelsize=MIN_FONT)
     return finish_figure(fig, title="Head scores over training (L = layer, H = head)", title_size=11)
 
 
@@ -333,7 +333,7 @@ def attention_pattern(
         labels = ["BOS" if int(t) == 0 else str(int(t)) for t in ids]
         ax.set_xticks(range(len(labels)), labels, fontsize=MIN_FONT, rotation=90)
         ax.set_yticks(range(len(labels)), labels, fontsize=MIN_FONT)
-    finish_axis(ax, xlabel="attends to (key)", ylabel="from (query)", title=title, title_size=9)
+    finish_axis(ax, xlabel="attends to (key)", ylabel="from (query)", title=title, title_size=MIN_FONT)
     return fig
 
 
@@ -434,7 +434,7 @@ def phase_change_signatures(
         title="Four signatures, one time axis",
         title_size=10,
         legend=True,
-        legend_size=7,
+        legend_size=MIN_FONT,
         legend_loc="upper left",
     )
     if train_loss is not None:
@@ -451,7 +451,7 @@ def phase_change_signatures(
             title="The training loss",
             title_size=10,
             legend=True,
-            legend_size=7,
+            legend_size=MIN_FONT,
             legend_loc="lower left",
         )
     return finish_figure(fig)

@@ -13,6 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from lib.show._common import (
+    MIN_FONT,
     Array,
     band,
     finish_axis,
@@ -75,8 +76,8 @@ def ocr_mean_rank(
         zorder=4,
         label="chance (random order)",
     )
-    ax.set_xticks(x, labels, fontsize=8)
-    finish_axis(ax, ylabel="mean rank (0 = best)", title=title, title_size=10, legend=True)
+    ax.set_xticks(x, labels, fontsize=MIN_FONT)
+    finish_axis(ax, ylabel="mean rank (0 = best)", title=title, title_size=10)
     if reference is not None:
         ax = axes[0, 1]
         width = 0.8 / len(reference)
@@ -88,9 +89,9 @@ def ocr_mean_rank(
                 color=colours[(j + len(runs)) % len(colours)],
                 label=label,
             )
-        ax.set_xticks(x, labels, fontsize=8)
-        finish_axis(ax, title=reference_title, title_size=10, legend=True)
-    return finish_figure(fig)
+        ax.set_xticks(x, labels, fontsize=MIN_FONT)
+        finish_axis(ax, title=reference_title, title_size=10)
+    return _legend_below(fig, axes, None)  # a legend inside a panel covered its bars
 
 
 def _colour_of_label(panels: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
@@ -108,9 +109,10 @@ def _legend_below(fig: Figure, axes: Any, title: str | None) -> Figure:
             handles.setdefault(label, handle)
     ncol = min(3, len(handles))
     rows = -(-len(handles) // ncol)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=MIN_FONT, frameon=False)
     finish_figure(fig, title=title or "", title_size=11, tight=False)
-    fig.tight_layout(rect=(0, 0.02 + 0.05 * rows, 1, 1))
+    row_inches = 1.8 * MIN_FONT / 72  # one legend row: its text and the gap to the next
+    fig.tight_layout(rect=(0, (0.1 + row_inches * rows) / fig.get_figheight(), 1, 1))
     return fig
 
 

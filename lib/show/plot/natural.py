@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lib.show._common import Array, finish_axis, finish_figure, new_figure, to_numpy
+from lib.show._common import MIN_FONT, Array, finish_axis, finish_figure, new_figure, to_numpy
 
 
 def loss_by_position_curves(
@@ -30,7 +30,13 @@ def loss_by_position_curves(
     for (start, stop), label in (((early.start, early.stop), "early"), ((late.start, late.stop), "late")):
         ax.axvspan(start + 1, stop, color="gold" if label == "late" else "silver", alpha=0.35, lw=0)
         ax.text(
-            (start + stop + 1) / 2, 0.98, label, transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=8
+            (start + stop + 1) / 2,
+            0.98,
+            label,
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="top",
+            fontsize=MIN_FONT,
         )
     for name, curve in curves.items():
         v = to_numpy(curve)
@@ -81,7 +87,7 @@ def ablation_by_checkpoint(
         y = to_numpy(share)
         left.plot(x, y, marker="o", lw=1.4, label=name)
         for step, xi, yi in zip(steps, x, y):
-            left.annotate(f"{step:,}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+            left.annotate(f"{step:,}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=MIN_FONT)
     left.axhline(1.0, color="black", lw=0.6, ls="--")
     left.axhline(0.0, color="black", lw=0.6)
     finish_axis(
@@ -91,7 +97,7 @@ def ablation_by_checkpoint(
         title="What the removal takes away",
         title_size=10,
         legend=True,
-        legend_size=7,
+        legend_size=MIN_FONT,
         legend_loc="lower right",
     )
     right: Axes = axes[0, 1]
@@ -104,6 +110,6 @@ def ablation_by_checkpoint(
         title="What it costs",
         title_size=10,
         legend=True,
-        legend_size=7,
+        legend_size=MIN_FONT,
     )
     return finish_figure(fig)

@@ -14,6 +14,7 @@ from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from lib.show._common import (
     MAX_COLUMNS,
     MAX_WIDTH,
+    MIN_FONT,
     Array,
     band,
     finish_axis,
@@ -67,7 +68,7 @@ def ocr_split(
     fig, axes = new_figure(width=min(14.0, 2.0 + 0.11 * n), height=1.2 + 0.22 * n_facts)
     ax: Axes = axes[0, 0]
     ax.imshow(grid, cmap=ListedColormap(colours), vmin=0, vmax=2, aspect="auto", interpolation="nearest")
-    ax.set_yticks(range(n_facts), fact_labels, fontsize=8)
+    ax.set_yticks(range(n_facts), fact_labels, fontsize=MIN_FONT)
     ax.set_xticks([])
     finish_axis(ax, xlabel=f"{n} subjects, grouped by fact value", title=title)
     for row in range(1, n_facts):
@@ -78,7 +79,7 @@ def ocr_split(
             rows = sorted(set(fact[pairs == p]))
             if rows:
                 ax.axhline(max(rows) + 0.5, color="black", lw=1)
-                ax.text(n + 0.5, (min(rows) + max(rows)) / 2, name, va="center", fontsize=8)
+                ax.text(n + 0.5, (min(rows) + max(rows)) / 2, name, va="center", fontsize=MIN_FONT)
     ax.legend(
         handles=[
             Patch(color=colours[2], label="fact and implication in training"),
@@ -88,7 +89,7 @@ def ocr_split(
         bbox_to_anchor=(0.5, -0.06 if pair_of is None else -0.04),
         ncol=2,
         frameon=False,
-        fontsize=8,
+        fontsize=MIN_FONT,
     )
     return finish_figure(fig)
 
@@ -136,18 +137,18 @@ def ocr_token_layout(
             rotation=90,
             ha="center",
             va="center",
-            fontsize=8,
+            fontsize=MIN_FONT,
             color="white" if kind in ("EOS", "subject") else "black",
         )
-        ax.text(t + 0.46, -0.12, str(t), ha="center", va="top", fontsize=8)
+        ax.text(t + 0.46, -0.12, str(t), ha="center", va="top", fontsize=MIN_FONT)
     ax.add_patch(
         Rectangle(
             (T + 0.9, 0), 0.92, 1, facecolor="white", edgecolor=OCR_KIND_COLOURS["implication value"], lw=2, ls="--"
         )
     )
-    ax.text(T + 1.36, 0.5, answer, rotation=90, ha="center", va="center", fontsize=8)
+    ax.text(T + 1.36, 0.5, answer, rotation=90, ha="center", va="center", fontsize=MIN_FONT)
     ax.add_patch(FancyArrowPatch((T - 0.05, 0.5), (T + 0.88, 0.5), arrowstyle="-|>", mutation_scale=10))
-    ax.text(T + 1.36, -0.12, "target", ha="center", va="top", fontsize=8)
+    ax.text(T + 1.36, -0.12, "target", ha="center", va="top", fontsize=MIN_FONT)
     ax.set_xlim(-0.2, T + 2.0)
     ax.set_ylim(-0.35, 1.05)
     ax.axis("off")
@@ -165,7 +166,7 @@ def ocr_token_layout(
             extent=(0, T, grid.shape[0], 0),
         )
         ax2.set_xlim(-0.2, T + 2.0)
-        ax2.set_xticks(np.arange(T) + 0.5, [str(t) for t in range(T)], fontsize=8)
+        ax2.set_xticks(np.arange(T) + 0.5, [str(t) for t in range(T)], fontsize=MIN_FONT)
         finish_axis(
             ax2,
             xlabel="position",
@@ -178,7 +179,7 @@ def ocr_token_layout(
             loc="center left",
             bbox_to_anchor=(T / (T + 2.2), 0.5),
             frameon=False,
-            fontsize=8,
+            fontsize=MIN_FONT,
         )
         for side in ("top", "right"):
             ax2.spines[side].set_visible(False)
@@ -214,7 +215,7 @@ def ocr_loss_curves(
             f"log {round(np.exp(chance))} = {chance:.2f}",
             ha="right",
             va="bottom",
-            fontsize=8,
+            fontsize=MIN_FONT,
             color="grey",
         )
     ax.set_yscale("log")
@@ -227,7 +228,7 @@ def ocr_ov_blocks(
     train_columns: Array,
     *,
     ylabel: str = "implication value",
-    xlabel: str = "subject (grouped by fact value; ▼ = implication seen in training)",
+    xlabel: str = "subject (grouped by fact value;\n▼ = implication seen in training)",
     title: str = "",
     ncols: int | None = None,
 ) -> Figure:
@@ -254,7 +255,7 @@ def ocr_ov_blocks(
         ax.set_xticks([])
         ax.set_yticks([])
         ax.plot(marks, np.full(len(marks), -0.9), "v", color="black", ms=3, clip_on=False)
-        ax.xaxis.label.set_fontsize(8)
+        ax.xaxis.label.set_fontsize(MIN_FONT)
     for ax in set(axes.flat) - set(panels):
         ax.axis("off")
     return finish_figure(fig, title=title)
@@ -327,7 +328,7 @@ def ocr_pair_losses(
     if floors is not None:
         f = to_numpy(floors)
         ax.hlines(f, np.arange(P) - 0.45, np.arange(P) + 0.45, color="grey", ls=":", label="log(mappings per rule)")
-    ax.set_xticks(range(P), [n.replace(" (", "\n(") for n in pair_names], fontsize=8)
+    ax.set_xticks(range(P), [n.replace(" (", "\n(") for n in pair_names], fontsize=MIN_FONT)
     finish_axis(ax, ylabel=_CROSS_ENTROPY, title=title, legend=True)
     return finish_figure(fig)
 

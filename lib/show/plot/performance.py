@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lib.show._common import finish_axis, finish_figure, new_figure
+from lib.show._common import MIN_FONT, finish_axis, finish_figure, new_figure
 
 
 def chapter_times(seconds: Mapping[str, float], budget: float) -> Figure:
@@ -29,12 +29,15 @@ def chapter_times(seconds: Mapping[str, float], budget: float) -> Figure:
     y = np.arange(len(names))
     ax.barh(y, values, color=["tab:blue" if v <= budget else "tab:red" for v in values])
     for yi, v in zip(y, values):
-        ax.text(v + budget * 0.01, float(yi), f"{v:.0f} s", va="center", fontsize=8)
-    ax.axvline(budget, color="black", ls="--", lw=1, label=f"budget: {budget:.0f} s a chapter")
-    ax.set_yticks(y, names, fontsize=8)
+        ax.text(v + budget * 0.01, float(yi), f"{v:.0f} s", va="center", fontsize=MIN_FONT)
+    ax.axvline(budget, color="black", ls="--", lw=1)
+    # the line's label above the axes, clear of the bars (a legend inside would cover one)
+    ax.text(budget, 1.01, f"budget {budget:.0f} s", transform=ax.get_xaxis_transform(), ha="center", va="bottom")
+    ax.set_yticks(y, names, fontsize=MIN_FONT)
     ax.invert_yaxis()
     ax.set_xlim(0, max(budget, float(values.max())) * 1.15)
-    finish_axis(ax, xlabel="seconds to run top to bottom", title="Chapter run times", legend=True, grid="x")
+    finish_axis(ax, xlabel="seconds to run top to bottom", grid="x")
+    fig.suptitle("Chapter run times")
     return finish_figure(fig)
 
 
@@ -52,8 +55,8 @@ def time_to_phase_change(book: Mapping[str, float], plain: Mapping[str, float]) 
         values = [float(book[key]), float(plain[key])]
         ax.bar([0, 1], values, color=["tab:green", "tab:gray"], width=0.6)
         for x, v in enumerate(values):
-            ax.text(x, v, f"{v:.0f}", ha="center", va="bottom", fontsize=8)
-        ax.set_xticks([0, 1], ["book's set-up", "plain loop"], fontsize=8)
+            ax.text(x, v, f"{v:.0f}", ha="center", va="bottom", fontsize=MIN_FONT)
+        ax.set_xticks([0, 1], ["book's set-up", "plain loop"], fontsize=MIN_FONT)
         ax.set_ylim(0, max(values) * 1.18)
         finish_axis(ax, ylabel=label, title=f"{label} to the phase change", title_size=10, grid="y")
     return finish_figure(fig, title="Chapter 5: time to the phase change", title_size=11)

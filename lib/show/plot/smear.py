@@ -9,7 +9,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from lib.core.heads import head_name
-from lib.show._common import Array, band, finish_axis, finish_figure, new_figure, to_numpy
+from lib.show._common import MIN_FONT, Array, band, finish_axis, finish_figure, new_figure, to_numpy
 
 SMEAR_ARM_COLOURS = {
     "1 layer": "tab:red",
@@ -97,6 +97,8 @@ def smear_sigma_over_training(
                 label=head_name((layer, h)) + (" (induction)" if thick else ""),
             )
         ax.set_ylim(0, 1)
-        finish_axis(ax, xlabel="training step", title=f"layer {layer}", title_size=9, legend=True, legend_size=7)
+        finish_axis(
+            ax, xlabel="training step", title=f"layer {layer}", title_size=MIN_FONT, legend=True, legend_size=MIN_FONT
+        )
     axes[0, 0].set_ylabel("σ(α): weight of the current key\n(1 = plain key, 0 = previous key)")
     return finish_figure(fig, title=title or "What each head learns to put in its keys", title_size=10)
