@@ -228,6 +228,13 @@ def test_one_search_box():
         assert not soup.select(".bd-header .search-button-field"), f"{page.name}: a second search box in the top bar"
 
 
+def test_no_page_loads_the_icon_script():
+    """The theme's stylesheet draws icons from web fonts: its 1.5-MB fontawesome.js is left out (page_chrome)."""
+    loading = [page.name for page in pages() if soup_of(page).select('script[src*="fontawesome"]')]
+    assert not loading, f"pages that load fontawesome.js: {loading}"
+    assert soup_of(pages()[1]).select("i.fab, i.fas, i.fa-solid"), "no icon on the page"
+
+
 def test_mathjax_only_on_pages_with_math():
     """A page loads MathJax exactly when its own text has math (_ext/page_chrome.py)."""
     for page in pages():
