@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import numpy.typing as npt
 import torch
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
@@ -134,6 +135,22 @@ def finish_figure(fig: Figure, *, title: str = "", title_size: float | None = No
             text.set_fontsize(title_size)
     if tight:
         fig.tight_layout()
+    return fig
+
+
+def legend_below(fig: Figure, axes: np.ndarray, title: str | None) -> Figure:
+    """One legend for all panels of the first row, below the figure (a legend inside a panel covers its data; a
+    label has one colour in every panel), then the figure's title and the layout. Returns ``fig``."""
+    handles: dict[str, Artist] = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    ncol = min(3, len(handles))
+    rows = -(-len(handles) // ncol)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=MIN_FONT, frameon=False)
+    finish_figure(fig, title=title or "", title_size=11, tight=False)
+    row_inches = 1.5 * MIN_FONT / 72  # one legend row: its text and the gap to the next
+    fig.tight_layout(rect=(0, (0.12 + row_inches * rows) / fig.get_figheight(), 1, 1))
     return fig
 
 

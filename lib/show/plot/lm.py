@@ -8,7 +8,6 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -17,7 +16,7 @@ from lib.show._common import (
     Array,
     band,
     finish_axis,
-    finish_figure,
+    legend_below,
     new_figure,
     to_numpy,
 )
@@ -91,7 +90,7 @@ def ocr_mean_rank(
             )
         ax.set_xticks(x, labels, fontsize=MIN_FONT)
         finish_axis(ax, title=reference_title, title_size=10)
-    return _legend_below(fig, axes, None)  # a legend inside a panel covered its bars
+    return legend_below(fig, axes, None)  # a legend inside a panel covered its bars
 
 
 def _colour_of_label(panels: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
@@ -99,21 +98,6 @@ def _colour_of_label(panels: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     labels = list(dict.fromkeys(label for lines in panels.values() for label in lines))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     return {label: colours[i % len(colours)] for i, label in enumerate(labels)}
-
-
-def _legend_below(fig: Figure, axes: Any, title: str | None) -> Figure:
-    """One legend for all panels, below them (a label has the same colour everywhere), and the figure's title."""
-    handles: dict[str, Artist] = {}
-    for ax in axes[0]:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(label, handle)
-    ncol = min(3, len(handles))
-    rows = -(-len(handles) // ncol)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=MIN_FONT, frameon=False)
-    finish_figure(fig, title=title or "", title_size=11, tight=False)
-    row_inches = 1.8 * MIN_FONT / 72  # one legend row: its text and the gap to the next
-    fig.tight_layout(rect=(0, (0.1 + row_inches * rows) / fig.get_figheight(), 1, 1))
-    return fig
 
 
 def ocr_rank_curves(
@@ -151,7 +135,7 @@ def ocr_rank_curves(
         ax.axhline(chance, color="black", ls="--", lw=1, label="chance (random order)")
         finish_axis(ax, xlabel=xlabel, title=panel, title_size=10)
     axes[0, 0].set_ylabel("held-out mean rank (0 = best)")
-    return _legend_below(fig, axes, title)
+    return legend_below(fig, axes, title)
 
 
 def ocr_interval_curves(
@@ -190,4 +174,4 @@ def ocr_interval_curves(
         if references is not None and references[k] is not None:
             ax.axhline(references[k], color="black", ls="--", lw=1, label="chance")
         finish_axis(ax, xlabel=xlabel, ylabel=ylabels[k], title=panel, title_size=10)
-    return _legend_below(fig, axes, title)
+    return legend_below(fig, axes, title)

@@ -9,7 +9,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from lib.core.heads import head_name
-from lib.show._common import MIN_FONT, Array, band, finish_axis, finish_figure, new_figure, to_numpy
+from lib.show._common import MIN_FONT, Array, band, finish_axis, legend_below, new_figure, to_numpy
 
 SMEAR_ARM_COLOURS = {
     "1 layer": "tab:red",
@@ -58,10 +58,8 @@ def arm_loss_curves(
         ylabel="loss on repeated tokens (nats)",
         title=title,
         title_size=10,
-        legend=True,
-        legend_loc="lower left",
     )
-    return finish_figure(fig)
+    return legend_below(fig, axes, None)
 
 
 def smear_sigma_over_training(
@@ -81,7 +79,7 @@ def smear_sigma_over_training(
     """
     s = to_numpy(sigma)
     _, layers, heads = s.shape
-    fig, axes = new_figure(layers, 1, width=4.4, height=3.4, sharey=True)
+    fig, axes = new_figure(layers, 1, width=4.4, height=4.6, sharey=True)
     x = to_numpy(steps)
     strong = set(map(tuple, highlight or []))
     for layer, ax in enumerate(axes[0]):
@@ -97,8 +95,6 @@ def smear_sigma_over_training(
                 label=head_name((layer, h)) + (" (induction)" if thick else ""),
             )
         ax.set_ylim(0, 1)
-        finish_axis(
-            ax, xlabel="training step", title=f"layer {layer}", title_size=MIN_FONT, legend=True, legend_size=MIN_FONT
-        )
+        finish_axis(ax, xlabel="training step", title=f"layer {layer}", title_size=MIN_FONT)
     axes[0, 0].set_ylabel("σ(α): weight of the current key\n(1 = plain key, 0 = previous key)")
-    return finish_figure(fig, title=title or "What each head learns to put in its keys", title_size=10)
+    return legend_below(fig, axes, title or "What each head learns to put in its keys")
