@@ -1,0 +1,99 @@
+"""lib.induction.mixed: the task's layout and masks, seeds, bad configs, and the ICL split by kind of position."""
+
+import pytest
+import torch
+
+from lib.core.tokens import BOS
+from lib.induction import mixed
+from lib.induction.sequences import seeded_generator
+
+CONFIG = mixed.MixedConfig()
+
+
+@pytest.fixture(scope="module")
+def data():
+    return mixed.mixed_sequences(64, seeded_generator(0), CONFIG)
+
+
+def test_shapes_and_bos(data):
+    assert data.tokens.shape == (64, CONFIG.seq_len) and data.tokens.dtype == torch.int64
+    assert data.repeated.shape == data.unigram.shape == (64, CONFIG.seq_len - 1)
+    assert (data.tokens[:, 0] == BOS).all() and (data.tokens[:, 1:] >= 1).all()
+    assert (data.tokens < CONFIG.vocab).all()
+    assert not (data.repeated & data.unigram).any()
+
+
+def test_repeated_positions_are_predictable_by_induction(data):
+    """At a repeated position the current token occurred once before, followed then by the answer."""
+    tokens = data.tokens
+    for b, p in data.repeated.nonzero().tolist():
+        earlier = (tokens[b, :p] == tokens[b, p]).nonzero().flatten().tolist()
+        assert earlier, "a segment token occurred before its repeat"
+        assert all(tokens[b, e + 1] == tokens[b, p + 1] for e in earlier), "and was followed by the answer"
+
+
+def test_unigram_tokens_come_from_a_small_subset_outside_the_segment(data):
+    for b in range(len(data.tokens)):
+        drawn = data.tokens[b, 1:][data.unigram[b]].unique()
+        assert len(drawn) <= CONFIG.support
+        segment = data.tokens[b, 1:][~data.unigram[b]].unique()
+        assert not set(drawn.tolist()) & set(segment.tolist())
+
+
+def test_segment_lengths_vary_and_every_sequence_has_both_kinds_late(data):
+    counts = data.repeated.sum(dim=1)  # r - 1 per sequence
+    assert counts.min() >= CONFIG.min_segment - 1 and counts.max() <= CONFIG.max_segment - 1
+    assert len(counts.unique()) > 3
+    masks = mixed.late_masks(data, CONFIG)
+    assert masks["repeated"].any(dim=1).float().mean() > 0.9
+    assert masks["non-repeated"].any(dim=1).all()
+    early = torch.zeros_like(data.unigram)
+    early[:, CONFIG.early] = True
+    assert data.unigram[early].all(), "the early term scores unigram draws only"
+
+
+def test_seeds_reproduce_and_differ():
+    a = mixed.mixed_sequences(8, seeded_generator(5), CONFIG)
+    b = mixed.mixed_sequences(8, seeded_generator(5), CONFIG)
+    c = mixed.mixed_sequences(8, seeded_generator(6), CONFIG)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert not torch.equal(a.tokens, c.tokens)
+    assert torch.equal(mixed.eval_batch(CONFIG, n=8).tokens, mixed.eval_batch(CONFIG, n=8).tokens)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"seq_len": 40}, "too short"),
+        ({"support": 52}, "too small"),
+        ({"min_segment": 1}, "min_segment"),
+        ({"min_segment": 9, "max_segment": 8}, "must be <="),
+        ({"min_stretch": 1}, "min_stretch"),
+        ({"support": 0}, "support"),
+        ({"copies": 1}, "copies"),
+    ],
+)
+def test_bad_config(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        mixed.MixedConfig(**kwargs)
+
+
+def test_bad_batch():
+    with pytest.raises(ValueError, match="batch"):
+        mixed.mixed_sequences(0, seeded_generator(0), CONFIG)
+
+
+def test_icl_by_kind_separates_the_two_kinds(data):
+    """A loss that is low only at repeats shows ICL on repeated positions and none on the others."""
+    loss = torch.full(data.repeated.shape, 3.0)
+    loss[data.repeated] = 0.5
+    icl = mixed.icl_by_kind(loss, data, CONFIG)
+    assert icl["repeated"].item() == pytest.approx(-2.5)
+    assert icl["non-repeated"].item() == pytest.approx(0.0)
+    stacked = mixed.icl_by_kind(torch.stack([loss, loss + 1]), data, CONFIG)
+    assert stacked["repeated"].shape == (2,)
+    clean = {"repeated": torch.tensor(-2.0), "non-repeated": torch.tensor(-1.0)}
+    shares = mixed.shares_removed(clean, {"repeated": torch.tensor(-0.5), "non-repeated": torch.tensor(-1.0)})
+    assert shares["repeated"].item() == pytest.approx(0.75) and shares["non-repeated"].item() == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="does not match"):
+        mixed.icl_by_kind(loss[:, :-1], data, CONFIG)
