@@ -19,18 +19,20 @@ without the other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import combinations
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
 
 import torch
 from torch import nn
 
 from lib.core import validate
+from lib.core.heads import Head, check_heads
 from lib.core.tokens import BOS, EVAL_SEED
 from lib.core.train import History, TrainConfig, train
 from lib.induction import models
-from lib.induction.ablation import fraction_removed
+from lib.induction.ablation import Kind, Replacement, ablated_losses, fraction_removed
 from lib.induction.scores import masked_mean
 from lib.induction.sequences import InductionConfig, seeded_generator
 
@@ -61,11 +63,11 @@ class MixedConfig:
     vocab: int = 64
     seq_len: int = 49
     support: int = 8
-    min_segment: int = 6
-    max_segment: int = 12
-    min_stretch: int = 4
-    max_stretch: int = 10
-    copies: int = 2
+    min_segment: int = 5
+    max_segment: int = 10
+    min_stretch: int = 2
+    max_stretch: int = 5
+    copies: int = 3
 
     def __post_init__(self) -> None:
         for name in ("seq_len", "support", "min_segment", "max_segment", "max_stretch"):
@@ -100,9 +102,18 @@ class MixedConfig:
         return (self.seq_len - 1) // 2
 
     def model_config(self, n_heads: int = 8, n_layers: int = 2) -> InductionConfig:
-        """The :class:`InductionConfig` of a model for this task (its vocabulary and context; the task fields of
-        the config only serve the prefix-matching and copying sets)."""
-        return InductionConfig(n_layers=n_layers, n_heads=n_heads, vocab=self.vocab, seq_len=self.seq_len)
+        """The :class:`InductionConfig` of a model for this task: its vocabulary and context; the repeat fields,
+        capped to fit, serve only the prefix-matching and copying sets (:func:`lib.induction.sequences.eval_sets`)."""
+        defaults, half = InductionConfig(), (self.seq_len - 1) // 2
+        return InductionConfig(
+            n_layers=n_layers,
+            n_heads=n_heads,
+            vocab=self.vocab,
+            seq_len=self.seq_len,
+            min_repeat=min(defaults.min_repeat, half),
+            max_repeat=min(defaults.max_repeat, half, self.vocab - 1),
+            prefix_segment=min(defaults.prefix_segment, (self.seq_len - 1) // defaults.prefix_repeats, self.vocab - 1),
+        )
 
 
 class MixedBatch(NamedTuple):
@@ -193,8 +204,10 @@ def icl_by_kind(
     return {kind: masked_mean(loss, mask) - early for kind, mask in late_masks(data, config).items()}
 
 
-TRAINING = TrainConfig(steps=800, lr=3e-3, batch_size=32, checkpoint_steps=tuple(range(0, 801, 50)), desc="mixed task")
-"""Chapter 7's training run on the mixed task."""
+TRAINING = TrainConfig(
+    steps=1500, lr=1e-2, batch_size=32, checkpoint_steps=tuple(range(0, 1501, 100)), desc="mixed task"
+)
+"""The mixed task's training run (``bench/mixed_heads.py``): 1,500 AdamW steps at lr 1e-2, batches of 32."""
 
 
 def train_model(
@@ -222,3 +235,48 @@ def shares_removed(
 ) -> dict[PositionKind, torch.Tensor]:
     """``1 - ICL(ablated) / ICL(clean)`` for each kind of position (:func:`lib.induction.ablation.fraction_removed`)."""
     return {kind: fraction_removed(clean[kind], ablated[kind]) for kind in POSITION_KINDS}
+
+
+def same_layer_controls(model: TransformerBridge, heads: Sequence[Head]) -> list[list[Head]]:
+    """Every set of as many *other* heads of the same layer as ``heads``: the control for ablating ``heads``.
+
+    Args:
+        heads: one or more heads, all in one layer, leaving at least as many heads of that layer outside them.
+
+    Returns:
+        the sets, in lexicographic order (``C(n_heads - k, k)`` of them for ``k`` heads).
+    """
+    chosen = check_heads(model, heads)
+    layers = {layer for layer, _ in chosen}
+    if len(layers) != 1:
+        raise ValueError(f"heads must all sit in one layer, got {list(chosen)}")
+    (layer,) = layers
+    rest = [(layer, h) for h in range(model.cfg.n_heads) if (layer, h) not in chosen]
+    if len(rest) < len(chosen):
+        raise ValueError(f"layer {layer} has {len(rest)} heads besides {list(chosen)}: too few for a control set")
+    return [list(group) for group in combinations(rest, len(chosen))]
+
+
+class Contrast(NamedTuple):
+    """Share of ICL removed by ablating a set of heads and by each control set, by kind of position."""
+
+    heads: dict[PositionKind, torch.Tensor]  # scalar share per kind
+    controls: dict[PositionKind, torch.Tensor]  # (n_controls,) share per kind
+
+
+def ablation_contrast(
+    model: TransformerBridge,
+    data: MixedBatch,
+    heads: Sequence[Head],
+    replacement: Replacement = "zero",
+    kind: Kind = "full",
+    config: MixedConfig = MixedConfig(),
+) -> Contrast:
+    """The share of ICL (:func:`icl_by_kind`) that ablating ``heads`` removes, beside every same-layer control set
+    (:func:`same_layer_controls`), on repeated and non-repeated late positions, in batched passes."""
+    controls = same_layer_controls(model, heads)
+    losses = ablated_losses(model, data.tokens, [[], list(heads), *controls], kind, replacement=replacement)
+    icl = icl_by_kind(losses, data, config)
+    clean = {k: v[0] for k, v in icl.items()}
+    removed = shares_removed(clean, icl)
+    return Contrast({k: v[1] for k, v in removed.items()}, {k: v[2:] for k, v in removed.items()})

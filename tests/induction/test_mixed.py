@@ -41,7 +41,7 @@ def test_unigram_tokens_come_from_a_small_subset_outside_the_segment(data):
 
 
 def test_segment_lengths_vary_and_every_sequence_has_both_kinds_late(data):
-    counts = data.repeated.sum(dim=1)  # r - 1 per sequence
+    counts = data.repeated.sum(dim=1) // (CONFIG.copies - 1)  # r - 1 per repeat
     assert counts.min() >= CONFIG.min_segment - 1 and counts.max() <= CONFIG.max_segment - 1
     assert len(counts.unique()) > 3
     masks = mixed.late_masks(data, CONFIG)
@@ -65,7 +65,7 @@ def test_seeds_reproduce_and_differ():
     "kwargs, message",
     [
         ({"seq_len": 40}, "too short"),
-        ({"support": 52}, "too small"),
+        ({"support": 55}, "too small"),
         ({"min_segment": 1}, "min_segment"),
         ({"min_segment": 9, "max_segment": 8}, "must be <="),
         ({"min_stretch": 1}, "min_stretch"),
@@ -97,3 +97,44 @@ def test_icl_by_kind_separates_the_two_kinds(data):
     assert shares["repeated"].item() == pytest.approx(0.75) and shares["non-repeated"].item() == pytest.approx(0.0)
     with pytest.raises(ValueError, match="does not match"):
         mixed.icl_by_kind(loss[:, :-1], data, CONFIG)
+
+
+SMALL = mixed.MixedConfig(vocab=24, seq_len=29, support=4, min_segment=3, max_segment=5, min_stretch=2, max_stretch=3)
+
+
+@pytest.fixture(scope="module")
+def small_model():
+    from lib.induction import models
+
+    config = SMALL.model_config(n_heads=4)
+    assert (config.n_heads, config.vocab, config.seq_len) == (4, SMALL.vocab, SMALL.seq_len)
+    model = models.make_model(config, seed=1)
+    model.eval()
+    return model
+
+
+def test_same_layer_controls(small_model):
+    controls = mixed.same_layer_controls(small_model, [(1, 0), (1, 2)])
+    assert controls == [[(1, 1), (1, 3)]]
+    assert len(mixed.same_layer_controls(small_model, [(1, 3)])) == 3
+    with pytest.raises(ValueError, match="one layer"):
+        mixed.same_layer_controls(small_model, [(0, 0), (1, 0)])
+    with pytest.raises(ValueError, match="too few"):
+        mixed.same_layer_controls(small_model, [(1, 0), (1, 1), (1, 2)])
+
+
+@pytest.mark.parametrize("replacement", ["zero", "mean", "resample"])
+def test_ablation_contrast_matches_one_ablation_at_a_time(small_model, replacement):
+    from lib.induction import ablation
+
+    data = mixed.mixed_sequences(16, seeded_generator(2), SMALL)
+    contrast = mixed.ablation_contrast(small_model, data, [(1, 1)], replacement, config=SMALL)
+    assert contrast.controls["repeated"].shape == (3,)
+    clean = mixed.icl_by_kind(ablation.ablated_loss(small_model, data.tokens), data, SMALL)
+    for heads, got in [([(1, 1)], {k: v for k, v in contrast.heads.items()})] + [
+        ([(1, h)], {k: v[i] for k, v in contrast.controls.items()}) for i, h in enumerate([0, 2, 3])
+    ]:
+        loss = ablation.ablated_loss(small_model, data.tokens, heads, replacement=replacement)
+        expected = mixed.shares_removed(clean, mixed.icl_by_kind(loss, data, SMALL))
+        for kind in mixed.POSITION_KINDS:
+            assert torch.allclose(got[kind], expected[kind], atol=1e-4)
