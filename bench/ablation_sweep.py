@@ -13,13 +13,14 @@ and the whole sweep over the chapter's 31 checkpoints (every 20th step) with ``l
 Timing does not depend on the weights, so the model is not trained: every checkpoint is the initial one.
 Run: ``PYTHONPATH=$PWD python bench/ablation_sweep.py``.
 
-With ``--seeds 0 1 2`` it runs the science sweep instead (issue 27): for each seed it trains the two-layer,
-8-heads-per-layer model on :mod:`lib.induction.mixed`'s task (:data:`lib.induction.mixed.TRAINING`), finds the
-induction heads by the book's criteria (:func:`lib.induction.scores.induction_heads`), and prints the share of ICL
-that ablating them (zero, mean, resample; full ablation) removes on repeated and non-repeated late positions, beside
-every set of as many other layer-1 heads (:func:`lib.induction.mixed.ablation_contrast`), and the per-head key path
-cuts from every layer-0 head (:func:`lib.induction.ablation.key_path_cut_losses`). Where no head meets the criteria,
-the two layer-1 heads with the highest prefix-matching score stand in, and the output says so.
+With ``--seeds 0 1 2`` it runs the science sweep instead (issue 27; ``--save`` also writes each seed's run; chapter 7
+loads :data:`lib.induction.mixed.SHIPPED`): for each seed it trains the two-layer, 8-heads-per-layer model on
+:mod:`lib.induction.mixed`'s task (:data:`lib.induction.mixed.TRAINING`), finds the induction heads by the book's
+criteria (:func:`lib.induction.scores.induction_heads`), and prints the share of ICL that ablating them (zero, mean,
+resample; full ablation) removes on repeated and non-repeated late positions, beside every set of as many other
+layer-1 heads (:func:`lib.induction.mixed.ablation_contrast`), and the per-head key path cuts from every layer-0 head
+(:func:`lib.induction.ablation.key_path_cut_losses`). Where no minority of heads meets the criteria, the two layer-1
+heads with the highest prefix-matching score stand in, and the output says so.
 """
 
 from __future__ import annotations
@@ -129,11 +130,18 @@ def run() -> dict:
     return results
 
 
-def seed_sweep(seed: int) -> None:
-    """Train the mixed-task model of ``seed`` and print its head scores, ablation contrasts and path-cut table."""
+def seed_sweep(seed: int, save: bool = False) -> None:
+    """Train the mixed-task model of ``seed`` and print its head scores, ablation contrasts and path-cut table.
+
+    With ``save``, the run (every checkpoint) is written to :func:`lib.induction.mixed.run_path` of ``seed``.
+    """
     config = mixed.MixedConfig()
     model, history = mixed.train_model(config, seed)
     model.eval()
+    if save:
+        run = mixed.Run(config, model.cfg.n_heads, seed, history.seconds, history.checkpoints)
+        mixed.save_run(mixed.run_path(seed), run)
+        model = run.model_at(max(history.checkpoints))  # measure what the chapter loads (float16-rounded)
     data = mixed.eval_batch(config, n=256)
     sets = sequences.eval_sets(config.model_config())
     head_scores = scores.head_scores(model, sets.prefix_tokens, data.tokens[:64], sets.copy_tokens)
@@ -173,8 +181,8 @@ if __name__ == "__main__":
     import sys
 
     if "--seeds" in sys.argv:
-        for seed in sys.argv[sys.argv.index("--seeds") + 1 :]:
-            seed_sweep(int(seed))
+        for seed in [a for a in sys.argv[sys.argv.index("--seeds") + 1 :] if a != "--save"]:
+            seed_sweep(int(seed), save="--save" in sys.argv)
     else:
         for key, value in run().items():
             print(f"{key}: {value}")

@@ -20,8 +20,9 @@ without the other.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from itertools import combinations
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
 
 import torch
@@ -280,3 +281,61 @@ def ablation_contrast(
     clean = {k: v[0] for k, v in icl.items()}
     removed = shares_removed(clean, icl)
     return Contrast({k: v[1] for k, v in removed.items()}, {k: v[2:] for k, v in removed.items()})
+
+
+def run_path(seed: int) -> Path:
+    """Where the shipped run of ``seed`` lives (``lib/data/mixed-8heads-seed{seed}.pt``)."""
+    return Path(__file__).resolve().parent.parent / "data" / f"mixed-8heads-seed{validate.seed(seed)}.pt"
+
+
+SHIPPED = run_path(1)
+"""The run chapter 7 loads: :func:`train_model` of the default task, written by ``bench/ablation_sweep.py --seeds N
+--save`` (float16 checkpoints; training it takes longer than a chapter may)."""
+
+
+class Run(NamedTuple):
+    """A training run on the mixed task: enough to rebuild the model at every checkpoint."""
+
+    config: MixedConfig
+    n_heads: int
+    seed: int
+    seconds: float  # wall time of the training loop where it was made
+    checkpoints: dict[int, dict[str, torch.Tensor]]
+
+    def model_at(self, step: int, device: torch.device | str | None = None) -> TransformerBridge:
+        """A float32 model holding the checkpoint of ``step``, in eval mode."""
+        if step not in self.checkpoints:
+            raise ValueError(f"no checkpoint at step {step}; shipped: {sorted(self.checkpoints)}")
+        model = models.make_model(self.config.model_config(self.n_heads), seed=self.seed, device=device)
+        model.load_state_dict({k: v.float() for k, v in self.checkpoints[step].items()})
+        model.eval()
+        return model
+
+
+def save_run(path: Path, run: Run) -> None:
+    """Write ``run`` to ``path`` (plain values and float16 tensors, loadable with ``weights_only=True``)."""
+    torch.save(
+        {
+            "config": asdict(run.config),
+            "n_heads": run.n_heads,
+            "seed": run.seed,
+            "seconds": float(run.seconds),
+            "checkpoints": {
+                int(s): {k: v.detach().to("cpu", torch.float16) for k, v in state.items()}
+                for s, state in run.checkpoints.items()
+            },
+        },
+        path,
+    )
+
+
+def load_run(path: Path = SHIPPED) -> Run:
+    """The run saved at ``path`` (by default the shipped one, :data:`SHIPPED`)."""
+    data = torch.load(path, weights_only=True)
+    return Run(
+        MixedConfig(**data["config"]),
+        data["n_heads"],
+        data["seed"],
+        data["seconds"],
+        {int(s): v for s, v in data["checkpoints"].items()},
+    )

@@ -138,3 +138,20 @@ def test_ablation_contrast_matches_one_ablation_at_a_time(small_model, replaceme
         expected = mixed.shares_removed(clean, mixed.icl_by_kind(loss, data, SMALL))
         for kind in mixed.POSITION_KINDS:
             assert torch.allclose(got[kind], expected[kind], atol=1e-4)
+
+
+def test_run_round_trip_and_the_shipped_run(small_model, tmp_path):
+    state = {k: v.detach().clone() for k, v in small_model.state_dict().items()}
+    run = mixed.Run(SMALL, 4, 1, 1.5, {0: state, 10: state})
+    mixed.save_run(tmp_path / "run.pt", run)
+    loaded = mixed.load_run(tmp_path / "run.pt")
+    assert (loaded.config, loaded.n_heads, loaded.seed, sorted(loaded.checkpoints)) == (SMALL, 4, 1, [0, 10])
+    tokens = mixed.mixed_sequences(2, seeded_generator(0), SMALL).tokens
+    with torch.inference_mode():
+        assert torch.allclose(loaded.model_at(10)(tokens), small_model(tokens), atol=0.05), "float16 weights"
+    with pytest.raises(ValueError, match="no checkpoint at step 5"):
+        loaded.model_at(5)
+    shipped = mixed.load_run()
+    assert shipped.config == mixed.MixedConfig() and shipped.n_heads == 8
+    assert sorted(shipped.checkpoints) == list(mixed.TRAINING.checkpoint_steps)
+    assert mixed.SHIPPED == mixed.run_path(shipped.seed)
