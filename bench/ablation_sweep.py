@@ -12,6 +12,15 @@ kinds), it times
 and the whole sweep over the chapter's 31 checkpoints (every 20th step) with ``lib.induction.scores.over_checkpoints``.
 Timing does not depend on the weights, so the model is not trained: every checkpoint is the initial one.
 Run: ``PYTHONPATH=$PWD python bench/ablation_sweep.py``.
+
+With ``--seeds 0 1 2`` it runs the science sweep instead (issue 27; ``--save`` also writes each seed's run; chapter 7
+loads :data:`lib.induction.mixed.SHIPPED`): for each seed it trains the two-layer, 8-heads-per-layer model on
+:mod:`lib.induction.mixed`'s task (:data:`lib.induction.mixed.TRAINING`), finds the induction heads by the book's
+criteria (:func:`lib.induction.scores.induction_heads`), and prints the share of ICL that ablating them (zero, mean,
+resample; full ablation) removes on repeated and non-repeated late positions, beside every set of as many other
+layer-1 heads (:func:`lib.induction.mixed.ablation_contrast`), and the per-head key path cuts from every layer-0 head
+(:func:`lib.induction.ablation.key_path_cut_losses`). Where no minority of heads meets the criteria, the two layer-1
+heads with the highest prefix-matching score stand in, and the output says so.
 """
 
 from __future__ import annotations
@@ -25,9 +34,9 @@ from typing import TYPE_CHECKING
 import torch
 
 from lib.core.device import pick_device
-from lib.core.heads import Head
+from lib.core.heads import Head, head_name
 from lib.core.train import snapshot
-from lib.induction import ablation, models, scores, sequences
+from lib.induction import ablation, mixed, models, scores, sequences
 
 if TYPE_CHECKING:
     from transformer_lens.model_bridge import TransformerBridge
@@ -121,6 +130,59 @@ def run() -> dict:
     return results
 
 
+def seed_sweep(seed: int, save: bool = False) -> None:
+    """Train the mixed-task model of ``seed`` and print its head scores, ablation contrasts and path-cut table.
+
+    With ``save``, the run (every checkpoint) is written to :func:`lib.induction.mixed.run_path` of ``seed``.
+    """
+    config = mixed.MixedConfig()
+    model, history = mixed.train_model(config, seed)
+    model.eval()
+    if save:
+        run = mixed.Run(config, model.cfg.n_heads, seed, history.seconds, history.checkpoints)
+        mixed.save_run(mixed.run_path(seed), run)
+        model = run.model_at(max(history.checkpoints))  # measure what the chapter loads (float16-rounded)
+    data = mixed.eval_batch(config, n=256)
+    sets = sequences.eval_sets(config.model_config())
+    head_scores = scores.head_scores(model, sets.prefix_tokens, data.tokens[:64], sets.copy_tokens)
+    found = scores.induction_heads(head_scores)
+    with torch.inference_mode():
+        clean = mixed.icl_by_kind(scores.per_token_loss(model, data.tokens), data, config)
+    print(f"seed {seed}: trained {history.loss.shape[0]} steps in {history.seconds:.0f} s")
+    print(f"  ICL repeated {clean['repeated']:.2f}, non-repeated {clean['non-repeated']:.2f} nats")
+    for name in ("prefix matching", "copying"):
+        print(f"  layer 1 {name}: " + " ".join(f"{x:.2f}" for x in head_scores[name][1].tolist()))
+    print("  layer 0 previous token: " + " ".join(f"{x:.2f}" for x in head_scores["previous token"][0].tolist()))
+    layer1 = [h for h in found if h[0] == 1]
+    print(f"  induction heads (book's criteria): {[head_name(h) for h in found] or 'none'}")
+    if not 1 <= len(layer1) <= model.cfg.n_heads // 2:
+        top = head_scores["prefix matching"][1].argsort(descending=True)[:2].tolist()
+        layer1 = [(1, h) for h in sorted(top)]
+        print(f"  no minority of induction heads: the top two by prefix matching stand in, {layer1}")
+    names = ", ".join(head_name(h) for h in layer1)
+    for replacement in ablation.REPLACEMENTS:
+        contrast = mixed.ablation_contrast(model, data, layer1, replacement, config=config)
+        for kind in mixed.POSITION_KINDS:
+            controls = contrast.controls[kind]
+            print(
+                f"  {replacement:>8} {kind:>12}: {names} {contrast.heads[kind]:6.0%} | "
+                f"{len(controls)} other sets: mean {controls.mean():5.0%}, "
+                f"range {controls.min():5.0%} to {controls.max():5.0%}"
+            )
+    sources = [(0, h) for h in range(model.cfg.n_heads)]
+    cut = ablation.key_path_cut_losses(model, data.tokens, sources, layer1)  # (sources, targets, batch, seq - 1)
+    removed = mixed.shares_removed(clean, mixed.icl_by_kind(cut, data, config))["repeated"]
+    print("  key path cut, share of repeated ICL removed (rows: layer-0 source; columns: " + names + ")")
+    for source, row in zip(sources, removed):
+        print(f"    {head_name(source)} " + " ".join(f"{x:6.0%}" for x in row.tolist()))
+
+
 if __name__ == "__main__":
-    for key, value in run().items():
-        print(f"{key}: {value}")
+    import sys
+
+    if "--seeds" in sys.argv:
+        for seed in [a for a in sys.argv[sys.argv.index("--seeds") + 1 :] if a != "--save"]:
+            seed_sweep(int(seed), save="--save" in sys.argv)
+    else:
+        for key, value in run().items():
+            print(f"{key}: {value}")

@@ -21,6 +21,9 @@ What replaces the head's output (:data:`REPLACEMENTS`):
 - **mean**: ``z`` = its mean over the sequences of the batch, position by position (from the clean run on
   the same tokens). Only what the head writes *differently for different inputs* is removed; its average
   contribution, e.g. what it writes while resting on BOS, stays.
+- **resample**: ``z`` = what the head wrote, at the same position, in the clean run on *another* sequence of the
+  batch (sequence ``b`` gets sequence ``b + 1``'s, cyclically; the batch must hold two or more). The head's output
+  stays one it really produces, typical in size and statistics, but carries the wrong sequence's information.
 
 Many ablations run in one forward pass: the batch is repeated once per ablation (batch axis = ablations x
 sequences) and the hooks zero a different set of heads in each block. Hooks are removed when a call
@@ -48,7 +51,7 @@ Kind = Literal["full", "pattern-preserving"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 """The two kinds of ablation (see the module docstring)."""
 
-Replacement = Literal["zero", "mean"]
+Replacement = Literal["zero", "mean", "resample"]
 
 REPLACEMENTS: tuple[Replacement, ...] = get_args(Replacement)
 """What replaces a removed head's output ``z`` (see the module docstring)."""
@@ -89,9 +92,45 @@ def mean_outputs(model: TransformerBridge, tokens: torch.Tensor) -> list[torch.T
     return [z.mean(dim=0) for z in _record(model, tokens, "hook_z")]
 
 
+def resampled_outputs(model: TransformerBridge, tokens: torch.Tensor) -> list[torch.Tensor]:
+    """Every head's output ``z`` in the clean run on another sequence: what a resample ablation puts back.
+
+    Returns:
+        one ``(batch, seq, n_heads, d_head)`` tensor per layer: entry ``b`` is ``hook_z`` of sequence
+        ``(b + 1) % batch``.
+    """
+    validate.token_batch(tokens)
+    if tokens.shape[0] < 2:
+        raise ValueError(f"resampling needs a batch of at least 2 sequences, got {tokens.shape[0]}")
+    return [z.roll(-1, dims=0) for z in _record(model, tokens, "hook_z")]
+
+
+def replacement_outputs(
+    model: TransformerBridge, tokens: torch.Tensor, replacement: Replacement
+) -> list[torch.Tensor | None]:
+    """What replaces a removed head's ``z`` in each layer (``None`` for zero): see :data:`REPLACEMENTS`.
+
+    Returns:
+        one tensor per layer that broadcasts against ``hook_z`` ``(batch, seq, n_heads, d_head)``.
+    """
+    validate.one_of("replacement", replacement, REPLACEMENTS)
+    if replacement == "mean":
+        return list(mean_outputs(model, tokens))
+    if replacement == "resample":
+        return list(resampled_outputs(model, tokens))
+    return [None] * model.cfg.n_layers
+
+
 def _record(model: TransformerBridge, tokens: torch.Tensor, hook: str) -> list[torch.Tensor]:
     """``blocks.{layer}.attn.{hook}`` of the clean run, one tensor per layer."""
-    names = [f"blocks.{layer}.attn.{hook}" for layer in range(model.cfg.n_layers)]
+    return _record_layers(model, tokens, range(model.cfg.n_layers), hook)
+
+
+def _record_layers(
+    model: TransformerBridge, tokens: torch.Tensor, layers: Iterable[int], hook: str = "hook_z"
+) -> list[torch.Tensor]:
+    """``blocks.{layer}.attn.{hook}`` of the clean run, one tensor per layer of ``layers``."""
+    names = [f"blocks.{layer}.attn.{hook}" for layer in layers]
     _, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
     return [cache[name] for name in names]
 
@@ -109,8 +148,8 @@ def ablated_logits(
         tokens: ``(batch, seq) int64``.
         ablations: ``n`` sets of heads; each set is removed together (an empty set = the clean model).
         kind: ``"full"`` or ``"pattern-preserving"`` (see the module docstring).
-        replacement: ``"zero"`` or ``"mean"``: what the removed heads' ``z`` becomes (:func:`mean_outputs`
-            of ``tokens`` for ``"mean"``).
+        replacement: ``"zero"``, ``"mean"`` or ``"resample"``: what the removed heads' ``z`` becomes
+            (:func:`replacement_outputs` of ``tokens``).
 
     Returns:
         ``(n, batch, seq, vocab)``, computed under ``torch.inference_mode``.
@@ -134,7 +173,7 @@ def ablated_logits(
 
         def hook(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:  # z: (n * batch, seq, heads, d_head)
             kept = z.view(n, batch, *z.shape[1:]) * scale.to(z.dtype)
-            if mean is not None:  # (seq, heads, d_head), broadcast over ablations and sequences
+            if mean is not None:  # (seq or batch x seq, heads, d_head), broadcast over ablations
                 kept = kept + (1 - scale.to(z.dtype)) * mean.to(z.dtype)
             return kept.view(z.shape)
 
@@ -149,7 +188,7 @@ def ablated_logits(
         return hook
 
     with torch.inference_mode():
-        means = mean_outputs(model, tokens) if replacement == "mean" else [None] * cfg.n_layers
+        means = replacement_outputs(model, tokens, replacement)
         hooks = [
             (f"blocks.{layer}.attn.hook_z", remove_heads(layer, means[layer]))
             for layer in range(cfg.n_layers)
@@ -252,3 +291,75 @@ def head_path_logits(model: TransformerBridge, tokens: torch.Tensor, head: Head)
             values = torch.einsum("bkd,hde,hef->bhkf", carried, W_V[later], W_O[later])
             carried = carried + torch.einsum("bhqk,bhkf->bqf", pattern, values)
         return carried @ model.W_U
+
+
+def key_path_cut_losses(
+    model: TransformerBridge,
+    tokens: torch.Tensor,
+    sources: Iterable[Head],
+    targets: Iterable[Head],
+    replacement: Replacement = "zero",
+) -> torch.Tensor:
+    """Per-token loss with one head's output removed from the *keys of one later head only*, for every pair.
+
+    For a source head ``s`` and a target head ``t`` of a later layer, ``t``'s keys are computed from the residual
+    stream minus what ``s`` wrote into it directly (``z_s W_O^s``, replaced as ``replacement`` says: zero, its mean
+    over the batch, or its value on another sequence; see :data:`REPLACEMENTS`). Everything else, ``t``'s queries and
+    values and every other head, sees the intact stream. This is the causal test of K-composition one edge at a
+    time: cutting a previous-token head from an induction head's keys should break induction, cutting another head
+    should not.
+
+    Args:
+        tokens: ``(batch, seq) int64``.
+        sources, targets: heads; every target's layer must come after every source's.
+
+    Returns:
+        ``(n_sources, n_targets, batch, seq - 1)``, computed under ``torch.inference_mode``.
+    """
+    validate.token_batch(tokens)
+    validate.one_of("replacement", replacement, REPLACEMENTS)
+    source_heads, target_heads = check_heads(model, sources), check_heads(model, targets)
+    if not source_heads or not target_heads:
+        raise ValueError("sources and targets must each name at least one head")
+    if max(layer for layer, _ in source_heads) >= min(layer for layer, _ in target_heads):
+        raise ValueError(
+            f"every target must sit in a later layer than every source, got sources {source_heads} "
+            f"and targets {target_heads}"
+        )
+    n, batch = len(target_heads), tokens.shape[0]
+    with torch.inference_mode():
+        source_layers = sorted({layer for layer, _ in source_heads})
+        z = dict(zip(source_layers, _record_layers(model, tokens, source_layers)))  # (batch, seq, heads, d_head)
+        losses = []
+        for layer, head in source_heads:
+            written = z[layer][:, :, head] @ model.W_O[layer, head]  # (batch, seq, d_model)
+            if replacement == "mean":
+                written = written - written.mean(dim=0)
+            elif replacement == "resample":
+                if batch < 2:
+                    raise ValueError(f"resampling needs a batch of at least 2 sequences, got {batch}")
+                written = written - written.roll(-1, dims=0)
+            hooks = []
+            for target_layer in sorted({layer for layer, _ in target_heads}):
+                hooks.append(
+                    (f"blocks.{target_layer}.attn.hook_k", _cut_keys(model, written, target_heads, target_layer))
+                )
+            with model.hooks(fwd_hooks=hooks):
+                logits = model(tokens.repeat(n, 1))
+            losses.append(next_token_loss(logits.view(n, batch, *logits.shape[1:]), tokens))
+    return torch.stack(losses)
+
+
+def _cut_keys(model: TransformerBridge, written: torch.Tensor, targets: Sequence[Head], layer: int) -> Hook:
+    """A ``hook_k`` hook of ``layer``: copy ``i`` of the repeated batch loses ``written`` from target ``i``'s keys."""
+    n = len(targets)
+    batch = written.shape[0]
+
+    def hook(k: torch.Tensor, hook: HookPoint) -> torch.Tensor:  # k: (n * batch, seq, heads, d_head)
+        k = k.clone().view(n, batch, *k.shape[1:])
+        for i, (target_layer, head) in enumerate(targets):
+            if target_layer == layer:
+                k[i, :, :, head] -= (written @ model.W_K[layer, head]).to(k.dtype)
+        return k.view(n * batch, *k.shape[2:])
+
+    return hook

@@ -1,5 +1,6 @@
 """lib.induction.ablation: exact identities of the two ablation kinds, hook hygiene, bad input."""
 
+from dataclasses import replace
 from typing import get_args
 
 import pytest
@@ -7,7 +8,7 @@ import torch
 
 from lib.core.heads import all_heads, check_heads, head_name, parse_head_name
 from lib.induction import ablation as ab
-from lib.induction import models, sequences
+from lib.induction import handbuilt, models, sequences
 from lib.induction.scores import next_token_loss, per_token_loss
 
 CONFIG = sequences.InductionConfig(
@@ -178,7 +179,7 @@ def test_smeared_model_keeps_its_permanent_hook(tokens):
 
 
 def test_replacements():
-    assert ab.REPLACEMENTS == get_args(ab.Replacement) == ("zero", "mean")
+    assert ab.REPLACEMENTS == get_args(ab.Replacement) == ("zero", "mean", "resample")
     with pytest.raises(ValueError, match="replacement must be one of"):
         ab.ablated_logits(models.make_model(CONFIG, seed=3), torch.zeros(1, 5, dtype=torch.int64), [[]], "full", "none")
 
@@ -228,3 +229,83 @@ def test_head_names_round_trip():
     for bad in [(1,), (1, -1), (1.0, 2), "L1H2"]:
         with pytest.raises(ValueError):
             head_name(bad)
+
+
+def test_resample_ablation_puts_back_another_sequences_output(model, tokens):
+    """Resample ablation = a hook that sets the head's z to its clean value on the next sequence of the batch."""
+    layer, head = 0, 1
+    name = f"blocks.{layer}.attn.hook_z"
+    with torch.inference_mode():
+        _, cache = model.run_with_cache(tokens, names_filter=lambda n: n == name)
+        other = cache[name][:, :, head].roll(-1, dims=0)  # (batch, seq, d_head): sequence b + 1's output
+
+        def put_back(z, hook):
+            z = z.clone()
+            z[:, :, head] = other
+            return z
+
+        with model.hooks(fwd_hooks=[(name, put_back)]):
+            expected = per_token_loss(model, tokens)
+    got = ab.ablated_losses(model, tokens, [[(layer, head)], []], "full", replacement="resample")
+    assert torch.allclose(got[0], expected, atol=1e-6)
+    assert torch.equal(got[1], ab.ablated_loss(model, tokens))
+    same = tokens[:1].repeat(3, 1)
+    assert torch.allclose(
+        ab.ablated_loss(model, same, all_heads(model), "full", "resample"), ab.ablated_loss(model, same), atol=1e-5
+    ), "resampling from identical sequences changes nothing"
+    with pytest.raises(ValueError, match="at least 2 sequences"):
+        ab.ablated_loss(model, tokens[:1], [(0, 0)], "full", "resample")
+    assert ab.hooks_on(model) == 0
+
+
+def _two_head_hand_built():
+    """The hand-built circuit with a second head per layer: L0H1 averages the tokens so far into the ``token``
+    slot (which layer 1's queries read, its keys do not); L1H1 is blank."""
+    layout = handbuilt.HandBuiltLayout(VOCAB, SEQ)
+    config = replace(handbuilt.hand_built_config(VOCAB, SEQ), n_heads=2)
+    model = handbuilt.blank_model(config, layout, 20.0)
+    handbuilt.set_head(model, 0, 0, **handbuilt.previous_token_head_weights(layout))
+    handbuilt.set_head(model, 1, 0, **handbuilt.induction_head_weights(layout))
+    W_V = torch.zeros(layout.d_model, layout.d_head)
+    W_V[layout.token, : layout.vocab] = torch.eye(layout.vocab)
+    W_O = torch.zeros(layout.d_head, layout.d_model)
+    W_O[: layout.vocab, layout.token] = torch.eye(layout.vocab)
+    handbuilt.set_head(model, 0, 1, W_V=W_V, W_O=W_O)  # zero QK: uniform attention over the prefix
+    model.eval()
+    return model
+
+
+VOCAB, SEQ = 16, 29
+
+
+def test_key_path_cut_on_the_hand_built_model():
+    """Cutting the previous-token head from the induction head's keys breaks induction; cutting the other head does
+    not, though removing that head altogether (it feeds the queries) does change the loss."""
+    model = _two_head_hand_built()
+    config = handbuilt.hand_built_config(VOCAB, SEQ)
+    tokens, period = sequences.repeated_sequences(16, sequences.seeded_generator(0), config)
+    mask = sequences.repeat_mask(period, config)
+    clean = ab.ablated_loss(model, tokens)
+    assert clean[mask].mean() < 0.1, "the hand-built circuit predicts the repeats"
+    for replacement in ab.REPLACEMENTS:
+        cut = ab.key_path_cut_losses(model, tokens, [(0, 0), (0, 1)], [(1, 0), (1, 1)], replacement)
+        assert cut.shape == (2, 2, *clean.shape)
+        assert cut[0, 0][mask].mean() > 1.0, f"{replacement}: previous-token head cut from the keys breaks induction"
+        assert torch.allclose(cut[1, 0], clean, atol=1e-5), f"{replacement}: L1H0's keys never read L0H1"
+        assert torch.allclose(cut[:, 1], clean.expand(2, *clean.shape), atol=1e-5), "L1H1 is blank"
+    full = ab.ablated_loss(model, tokens, [(0, 1)])
+    assert (full - clean).abs().max() > 1e-2, "L0H1 matters through the queries: the cut is specific to the keys"
+    assert ab.hooks_on(model) == 0
+
+
+def test_key_path_cut_bad_input():
+    model = _two_head_hand_built()
+    tokens = torch.zeros(2, 6, dtype=torch.int64)
+    with pytest.raises(ValueError, match="later layer"):
+        ab.key_path_cut_losses(model, tokens, [(1, 0)], [(1, 1)])
+    with pytest.raises(ValueError, match="at least one head"):
+        ab.key_path_cut_losses(model, tokens, [], [(1, 1)])
+    with pytest.raises(ValueError, match="replacement"):
+        ab.key_path_cut_losses(model, tokens, [(0, 0)], [(1, 1)], "none")
+    with pytest.raises(ValueError, match="at least 2 sequences"):
+        ab.key_path_cut_losses(model, tokens[:1], [(0, 0)], [(1, 1)], "resample")
