@@ -393,6 +393,7 @@ def phase_change_signatures(
     train_smooth: Array | None = None,
     smooth_label: str = "mean of the last 10 steps",
     scale: Literal["last", "peak"] = "last",
+    title: str = "Four signatures, one time axis",
 ) -> Figure:
     """Olsson et al.'s co-occurring signatures of the phase change on one time axis, and the training loss.
 
@@ -410,6 +411,7 @@ def phase_change_signatures(
             labelled ``smooth_label``.
         scale: ``"last"``: 1 is the last value; ``"peak"``: 1 is the maximum (for rising curves that fall back
             after their peak, as :func:`lib.induction.dynamics.rise_step` dates them).
+        title: the left panel's title.
     """
     if scale not in ("last", "peak"):
         raise ValueError(f"scale must be 'last' or 'peak', got {scale!r}")
@@ -431,7 +433,7 @@ def phase_change_signatures(
         ax,
         xlabel="training step",
         ylabel="share of its total change" if scale == "last" else "share of its rise to its peak",
-        title="Four signatures, one time axis",
+        title=title,
         title_size=10,
         legend=True,
         legend_size=7,
