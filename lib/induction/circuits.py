@@ -30,6 +30,10 @@ and the score is ``‖W_OV^A M_B‖_F / (‖W_OV^A‖_F ‖M_B‖_F)`` with ``M_
 something only against a **random baseline**: the same scores on freshly initialised models of the same
 shape (:func:`at_initialisation`).
 
+**Positional QK** (:func:`positional_qk`): a head's attention score from the positional embeddings alone,
+``W_pos W_Q W_Kᵀ W_posᵀ``. The virtual QK circuit says which *token* a key holds once an earlier head moved
+it there; the positional QK says which *position* that earlier head reads from.
+
 **Eigenvalue copying score** (Elhage et al.): for a circuit matrix ``M`` from tokens to tokens (the full OV
 circuit ``W_E W_V W_O W_U``, a ``(vocab, vocab)`` map from the attended token to the logits), the eigenvalues
 ``λ`` summarise it as ``Σλ / Σ|λ|`` (the sum of the eigenvalues is the trace, a real number): 1 when every
@@ -214,6 +218,42 @@ def virtual_qk_circuit(model: TransformerBridge, source: Head, target: Head) -> 
     """
     queries, keys = _key_side_tokens(model, source, target)
     return (queries @ keys.T).cpu()
+
+
+def positional_qk(model: TransformerBridge, layer: int = 0) -> torch.Tensor:
+    """Every head's attention score from positions alone: ``W_pos W_Q W_Kᵀ W_posᵀ / sqrt(d_head)``.
+
+    Entry ``[h, i, j]`` is the score head ``h`` of ``layer`` gives key position ``j`` from query position ``i``
+    when both residual streams hold only their positional embedding (tokens, earlier layers and biases left
+    out). A previous-token head that finds ``i - 1`` by position peaks at ``j = i - 1``.
+
+    Returns:
+        ``(n_heads, seq_len, seq_len)``: query position x key position, on the CPU; entries with ``j > i``
+        are ``-inf`` (the causal mask).
+    """
+    layer = validate.index("layer", layer, model.cfg.n_layers)
+    with torch.inference_mode():
+        positions = model.W_pos  # (seq, d_model)
+        queries = positions @ model.W_Q[layer]  # (heads, seq, d_head)
+        keys = positions @ model.W_K[layer]
+        score = (queries @ keys.transpose(-1, -2) / math.sqrt(model.cfg.d_head)).float().cpu()
+    seq = score.shape[-1]
+    future = torch.ones(seq, seq, dtype=torch.bool).triu(1)
+    return score.masked_fill(future, float("-inf"))
+
+
+def positional_previous_share(model: TransformerBridge, layer: int = 0) -> torch.Tensor:
+    """How much of each head's attention its positions alone put on the key one back.
+
+    The softmax over the causal keys of :func:`positional_qk`, read at ``j = i - 1`` and averaged over the
+    queries ``i >= 1``: 1 for a head that finds the previous position by position alone, ``mean(1 / (i + 1))``
+    for one whose positional scores are flat.
+
+    Returns:
+        ``(n_heads,)`` in ``[0, 1]`` on the CPU.
+    """
+    pattern = positional_qk(model, layer).softmax(dim=-1)  # (heads, query, key)
+    return pattern.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1)
 
 
 def eigenvalue_score(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:

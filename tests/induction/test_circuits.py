@@ -95,6 +95,26 @@ def test_composition_and_baseline_validate_inputs(hand):
         circuits.at_initialisation(circuits.composition_scores, SMALL, [])
 
 
+# --- positional QK ---------------------------------------------------------------------------------
+
+
+def test_hand_built_previous_token_head_peaks_one_back_by_position(hand):
+    qk = circuits.positional_qk(hand, layer=0)
+    assert qk.shape == (1, SEQ, SEQ)
+    assert torch.isinf(qk[0].triu(1)[qk[0].triu(1) != 0]).all()  # the causal mask
+    rows = torch.arange(1, SEQ)
+    assert torch.equal(qk[0, rows].argmax(dim=-1), rows - 1)  # every query's peak is the key one back
+    assert qk[0, rows, rows - 1] == pytest.approx(torch.full((SEQ - 1,), 20.0))
+    share = circuits.positional_previous_share(hand, layer=0)
+    assert share.shape == (1,) and share.item() > 0.99
+    # the induction head ignores position (only BOS's key has a positional term, which its query bias
+    # reads and the positional QK leaves out): its positional scores are flat, its share 1 / (i + 1)
+    flat = circuits.positional_previous_share(hand, layer=1).item()
+    assert flat == pytest.approx((1 / (rows + 1.0)).mean().item(), rel=1e-5)
+    with pytest.raises(ValueError, match="layer must be an integer in \\[0, 1\\]"):
+        circuits.positional_qk(hand, layer=2)
+
+
 # --- eigenvalues ---------------------------------------------------------------------------------
 
 
