@@ -28,7 +28,13 @@ and the score is ``‖W_OV^A M_B‖_F / (‖W_OV^A‖_F ‖M_B‖_F)`` with ``M_
 ``[0, 1]`` and reaches 1 only for rank-one matrices that line up: two aligned rank-``r`` projections score
 ``1/sqrt(r)``. Random matrices score well above 0 too (about ``1/sqrt(d_model)``), so a score means
 something only against a **random baseline**: the same scores on freshly initialised models of the same
-shape (:func:`at_initialisation`).
+shape (:func:`at_initialisation`), or, closer to the question, the same trained matrices with their singular
+values kept and their singular vectors rotated at random (:func:`composition_baseline`), which controls for
+what training does to a matrix's spectrum by itself.
+
+**Positional QK** (:func:`positional_qk`): a head's attention score from the positional embeddings alone,
+``W_pos W_Q W_Kᵀ W_posᵀ``. The virtual QK circuit says which *token* a key holds once an earlier head moved
+it there; the positional QK says which *position* that earlier head reads from.
 
 **Eigenvalue copying score** (Elhage et al.): for a circuit matrix ``M`` from tokens to tokens (the full OV
 circuit ``W_E W_V W_O W_U``, a ``(vocab, vocab)`` map from the attended token to the logits), the eigenvalues
@@ -138,6 +144,55 @@ def composition_scores(
     return out
 
 
+def composition_baseline(
+    model: TransformerBridge,
+    source_layer: int = 0,
+    target_layer: int = 1,
+    samples: int = 200,
+    seed: int = 0,
+) -> dict[CompositionKind, torch.Tensor]:
+    """A same-model baseline of :func:`composition_scores`: each pair's matrices, rotated at random.
+
+    For the pair ``(a, b)`` and each sample, ``W_OV^a = U_a S_a V_aᵀ`` and ``M_b = U_b S_b V_bᵀ`` (the
+    reading map of :func:`composition_scores`) keep their singular values and get Haar-random singular
+    vectors. The score of two such matrices is ``‖S_a R S_b‖_F / (‖S_a‖_F ‖S_b‖_F)`` with ``R`` one random
+    orthogonal ``(d_model, d_model)`` matrix, so only ``R`` is drawn. This is the score the same two trained
+    matrices would have if their subspaces were unrelated: its mean square is ``1 / d_model`` whatever the
+    spectra, but low-rank or peaked spectra spread it, which a baseline from freshly initialised models
+    (:func:`at_initialisation`) does not see.
+
+    Args:
+        samples: random rotations per pair. seed: seeds the rotations (one ``torch.Generator`` on the CPU).
+
+    Returns:
+        ``{"Q", "K", "V"}`` -> ``(n_heads, n_heads, samples)``, indexed ``[source head, target head, sample]``,
+        on the CPU; 0 where a matrix is zero.
+    """
+    _check_layers(model, source_layer, target_layer)
+    validate.positive_int("samples", samples)
+    ov, qk = ov_matrices(model).double().cpu(), qk_matrices(model).double().cpu()
+    singular = {
+        "source": torch.linalg.svdvals(ov[source_layer]),  # (heads, d)
+        "Q": torch.linalg.svdvals(qk[target_layer]),
+        "K": torch.linalg.svdvals(qk[target_layer]),  # a transpose keeps the singular values
+        "V": torch.linalg.svdvals(ov[target_layer]),
+    }
+    generator = torch.Generator().manual_seed(validate.seed(seed))
+    d = ov.shape[-1]
+    # Haar-random orthogonal matrices: QR of a Gaussian, with the signs of R's diagonal moved into Q
+    q, r = torch.linalg.qr(torch.randn(samples, d, d, generator=generator, dtype=torch.float64))
+    rotations = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1))[:, None, :]  # (samples, d, d)
+    left = singular["source"]
+    out = {}
+    for kind in COMPOSITION_KINDS:
+        right = singular[kind]
+        # ‖S_a R S_b‖_F² = Σ_ij a_i² R_ij² b_j², for every pair and sample at once
+        squared = torch.einsum("ai,sij,bj->abs", left**2, rotations**2, right**2)
+        norms = (left**2).sum(-1).sqrt()[:, None, None] * (right**2).sum(-1).sqrt()[None, :, None]
+        out[kind] = (squared.sqrt() / norms.clamp_min(1e-300)).float()
+    return out
+
+
 def at_initialisation(
     measure: Callable[[TransformerBridge], Mapping[str, torch.Tensor]],
     config: InductionConfig,
@@ -214,6 +269,42 @@ def virtual_qk_circuit(model: TransformerBridge, source: Head, target: Head) -> 
     """
     queries, keys = _key_side_tokens(model, source, target)
     return (queries @ keys.T).cpu()
+
+
+def positional_qk(model: TransformerBridge, layer: int = 0) -> torch.Tensor:
+    """Every head's attention score from positions alone: ``W_pos W_Q W_Kᵀ W_posᵀ / sqrt(d_head)``.
+
+    Entry ``[h, i, j]`` is the score head ``h`` of ``layer`` gives key position ``j`` from query position ``i``
+    when both residual streams hold only their positional embedding (tokens, earlier layers and biases left
+    out). A previous-token head that finds ``i - 1`` by position peaks at ``j = i - 1``.
+
+    Returns:
+        ``(n_heads, seq_len, seq_len)``: query position x key position, on the CPU; entries with ``j > i``
+        are ``-inf`` (the causal mask).
+    """
+    layer = validate.index("layer", layer, model.cfg.n_layers)
+    with torch.inference_mode():
+        positions = model.W_pos  # (seq, d_model)
+        queries = positions @ model.W_Q[layer]  # (heads, seq, d_head)
+        keys = positions @ model.W_K[layer]
+        score = (queries @ keys.transpose(-1, -2) / math.sqrt(model.cfg.d_head)).float().cpu()
+    seq = score.shape[-1]
+    future = torch.ones(seq, seq, dtype=torch.bool).triu(1)
+    return score.masked_fill(future, float("-inf"))
+
+
+def positional_previous_share(model: TransformerBridge, layer: int = 0) -> torch.Tensor:
+    """How much of each head's attention its positions alone put on the key one back.
+
+    The softmax over the causal keys of :func:`positional_qk`, read at ``j = i - 1`` and averaged over the
+    queries ``i >= 1``: 1 for a head that finds the previous position by position alone, ``mean(1 / (i + 1))``
+    for one whose positional scores are flat.
+
+    Returns:
+        ``(n_heads,)`` in ``[0, 1]`` on the CPU.
+    """
+    pattern = positional_qk(model, layer).softmax(dim=-1)  # (heads, query, key)
+    return pattern.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1)
 
 
 def eigenvalue_score(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:

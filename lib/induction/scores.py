@@ -65,7 +65,7 @@ Set from a random-head baseline: on freshly initialised models of chapter 5's sh
 ``d_model`` 64, vocabulary 64; seeds 0-199, 1,600 heads, scored on :func:`lib.induction.sequences.eval_sets`' 25 copy
 tokens) the copying score has mean -0.00 and standard deviation 0.10, and about half the heads score above 0;
 the largest is 0.30. The threshold is that mean plus five standard deviations; trained induction heads score
-about 0.99. Chapter 5 measures the baseline again when it runs.
+about 0.99. Chapter 5 checks it on random heads of other seeds (200-239) when it runs.
 """
 
 ScoreName = Literal["prefix matching", "copying", "previous token"]

@@ -95,6 +95,68 @@ def test_composition_and_baseline_validate_inputs(hand):
         circuits.at_initialisation(circuits.composition_scores, SMALL, [])
 
 
+def test_same_model_baseline_keeps_the_spectra(hand):
+    got = circuits.composition_baseline(hand, samples=300, seed=0)
+    assert set(got) == set(circuits.COMPOSITION_KINDS) and got["K"].shape == (1, 1, 300)
+    # the hand-built K product lines up two identities: no rotation of the same spectra does as well
+    assert circuits.composition_scores(hand)["K"].item() > got["K"].max().item()
+    # rotated, the Q and V pairs (0 as built: disjoint slots) overlap as unrelated subspaces do
+    assert got["Q"].min().item() > 0 and got["V"].min().item() > 0
+    # whatever the spectra, a Haar rotation gives E[score^2] = 1 / d_model
+    for kind, values in got.items():
+        assert (values**2).mean().item() == pytest.approx(1 / LAYOUT.d_model, rel=0.1), kind
+    assert torch.equal(circuits.composition_baseline(hand, samples=300, seed=0)["K"], got["K"])
+
+
+def test_same_model_baseline_sees_only_singular_values():
+    """Rotating a model's matrices leaves its baseline unchanged; a low-rank spectrum spreads it."""
+    model = make_model(SMALL, seed=3)
+    g = torch.Generator().manual_seed(1)
+    rotation, _ = torch.linalg.qr(torch.randn(SMALL.d_model, SMALL.d_model, generator=g))
+    before = circuits.composition_baseline(model, samples=50, seed=4)
+    weights = {name: getattr(model, name).detach().clone() for name in ("W_Q", "W_K", "W_V", "W_O")}
+    for layer in range(SMALL.n_layers):
+        for head in range(SMALL.n_heads):
+            rotated = {name: rotation.T @ w[layer, head] for name, w in weights.items() if name != "W_O"}
+            set_head(model, layer, head, **rotated, W_O=weights["W_O"][layer, head] @ rotation)
+    assert not torch.allclose(circuits.ov_matrices(model), weights["W_V"] @ weights["W_O"], atol=1e-3)
+    after = circuits.composition_baseline(model, samples=50, seed=4)
+    for kind in circuits.COMPOSITION_KINDS:
+        assert torch.allclose(before[kind], after[kind], atol=1e-5), kind
+    # a rank-one reading map against a rank-one writer: the score is |cos| of two random directions,
+    # spread over [0, 1]; full-rank flat spectra concentrate at 1 / sqrt(d_model)
+    low = make_model(SMALL, seed=3)
+    for layer in range(SMALL.n_layers):
+        for head in range(SMALL.n_heads):
+            set_head(low, layer, head, W_V=weights["W_V"][layer, head] * (torch.arange(SMALL.d_head) == 0))
+    spread = circuits.composition_baseline(low, samples=200, seed=4)["V"].std().item()
+    assert spread > 2 * before["V"].std().item()
+    with pytest.raises(ValueError, match="samples must be a positive integer"):
+        circuits.composition_baseline(model, samples=0)
+    with pytest.raises(ValueError, match="source_layer < target_layer"):
+        circuits.composition_baseline(model, 1, 0)
+
+
+# --- positional QK ---------------------------------------------------------------------------------
+
+
+def test_hand_built_previous_token_head_peaks_one_back_by_position(hand):
+    qk = circuits.positional_qk(hand, layer=0)
+    assert qk.shape == (1, SEQ, SEQ)
+    assert torch.isinf(qk[0].triu(1)[qk[0].triu(1) != 0]).all()  # the causal mask
+    rows = torch.arange(1, SEQ)
+    assert torch.equal(qk[0, rows].argmax(dim=-1), rows - 1)  # every query's peak is the key one back
+    assert qk[0, rows, rows - 1] == pytest.approx(torch.full((SEQ - 1,), 20.0))
+    share = circuits.positional_previous_share(hand, layer=0)
+    assert share.shape == (1,) and share.item() > 0.99
+    # the induction head ignores position (only BOS's key has a positional term, which its query bias
+    # reads and the positional QK leaves out): its positional scores are flat, its share 1 / (i + 1)
+    flat = circuits.positional_previous_share(hand, layer=1).item()
+    assert flat == pytest.approx((1 / (rows + 1.0)).mean().item(), rel=1e-5)
+    with pytest.raises(ValueError, match="layer must be an integer in \\[0, 1\\]"):
+        circuits.positional_qk(hand, layer=2)
+
+
 # --- eigenvalues ---------------------------------------------------------------------------------
 
 

@@ -256,6 +256,14 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         (STEPS, {"rises, then falls back": [0.0, 0.8, 1.0, 0.7]}),
         {"window": WINDOW, "scale": "peak"},
     ),
+    # --- each layer-0 head's positional QK (chapter 5)
+    (
+        "positional_qk_heads",
+        "four heads, causal mask",
+        (rand(4, 6, 6, low=-1).masked_fill(torch.ones(6, 6, dtype=torch.bool).triu(1), float("-inf")), rand(4)),
+        {},
+    ),
+    ("positional_qk_heads", "three heads: one panel hidden", (rand(3, 5, 5), rand(3)), {"layer": 1}),
     (
         "ablation_by_checkpoint",
         "two ablations",
@@ -518,6 +526,11 @@ def test_readable_in_the_page_column(name: str, args: tuple[Any, ...], kwargs: d
     assert text_px >= MIN_TEXT_PX, f"{name}: {text!r} is {text_px:.1f} px on the page (figure {width_px:.0f} px wide)"
     assert panels_per_row(fig) <= 3, f"{name}: more than three panels side by side"
     plt.close(fig)
+
+
+def test_positional_qk_heads_checks_shapes() -> None:
+    with pytest.raises(ValueError, match="\\(heads, seq, seq\\) and shares \\(heads,\\)"):
+        plot.positional_qk_heads(torch.zeros(2, 3, 4), torch.zeros(2))
 
 
 def test_phase_change_signatures_scale_must_be_known() -> None:

@@ -37,6 +37,7 @@ from lib.show.plot.induction import (
     loss_pca_trajectory,
     phase_change_curves,
     phase_change_signatures,
+    positional_qk_heads,
 )
 from lib.show.plot.lm import ocr_interval_curves, ocr_mean_rank, ocr_rank_curves
 from lib.show.plot.natural import ablation_by_checkpoint, loss_by_position_curves
@@ -81,6 +82,7 @@ __all__ = [
     "circuit_matrices",
     "composition_score_grid",
     "phase_change_signatures",
+    "positional_qk_heads",
     # smeared keys (chapter 6)
     "arm_loss_curves",
     "smear_sigma_over_training",

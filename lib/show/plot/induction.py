@@ -393,6 +393,7 @@ def phase_change_signatures(
     train_smooth: Array | None = None,
     smooth_label: str = "mean of the last 10 steps",
     scale: Literal["last", "peak"] = "last",
+    title: str = "Four signatures, one time axis",
 ) -> Figure:
     """Olsson et al.'s co-occurring signatures of the phase change on one time axis, and the training loss.
 
@@ -410,6 +411,7 @@ def phase_change_signatures(
             labelled ``smooth_label``.
         scale: ``"last"``: 1 is the last value; ``"peak"``: 1 is the maximum (for rising curves that fall back
             after their peak, as :func:`lib.induction.dynamics.rise_step` dates them).
+        title: the left panel's title.
     """
     if scale not in ("last", "peak"):
         raise ValueError(f"scale must be 'last' or 'peak', got {scale!r}")
@@ -431,7 +433,7 @@ def phase_change_signatures(
         ax,
         xlabel="training step",
         ylabel="share of its total change" if scale == "last" else "share of its rise to its peak",
-        title="Four signatures, one time axis",
+        title=title,
         title_size=10,
         legend=True,
         legend_size=MIN_FONT,
@@ -455,3 +457,44 @@ def phase_change_signatures(
             legend_loc="lower left",
         )
     return finish_figure(fig)
+
+
+def positional_qk_heads(scores: Array, shares: Array, *, layer: int = 0) -> Figure:
+    """Each head's attention score from positions alone (:func:`lib.induction.circuits.positional_qk`), a panel each.
+
+    Each row is centred over its causal keys (the softmax ignores a row's offset), so a head that attends one
+    position back shows a red line just below the diagonal; the keys after the query are left blank.
+
+    Args:
+        scores: ``(heads, seq, seq)`` query position x key position, ``-inf`` above the diagonal.
+        shares: ``(heads,)`` the share of each head's positional attention on the key one back, in the titles.
+        layer: the heads' layer, for the titles.
+    """
+    from matplotlib.colors import TwoSlopeNorm
+
+    values, share = to_numpy(scores).astype(float), to_numpy(shares)
+    if values.ndim != 3 or values.shape[1] != values.shape[2] or share.shape != values.shape[:1]:
+        raise ValueError(f"scores must be (heads, seq, seq) and shares (heads,), got {values.shape} and {share.shape}")
+    causal = np.isfinite(values)
+    values = np.where(causal, values, np.nan)
+    values = values - np.nanmean(values, axis=-1, keepdims=True)
+    n = values.shape[0]
+    columns = min(n, 2)
+    fig, axes = new_figure(columns, -(-n // columns), width=3.4, height=3.0)
+    for h, ax in enumerate(axes.flat):
+        if h >= n:
+            ax.set_visible(False)
+            continue
+        bound = float(np.nanmax(np.abs(values[h]))) or 1.0
+        im = ax.imshow(
+            values[h], cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -bound, bound), aspect="auto", interpolation="nearest"
+        )
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        finish_axis(
+            ax,
+            xlabel="key position",
+            ylabel="query position",
+            title=f"L{layer}H{h}: {share[h]:.0%} one back",
+            title_size=10,
+        )
+    return finish_figure(fig, title="Attention scores from positions alone (rows centred)", title_size=11)
