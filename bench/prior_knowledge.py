@@ -188,7 +188,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     for key, value in run(args.seeds, args.steps, args.lr, args.json, args.replay, args.crossover).items():
-        print(f"{key}: {value:.2f}" if isinstance(value, float) else f"{key}: {value}")
+        print(f"{key}: {value:.2f}" if isinstance(value, float) and key != "fine-tuning lr" else f"{key}: {value}")
 
 
 if __name__ == "__main__":
