@@ -83,13 +83,16 @@ def run(
     lr: float | None = None,
     json_path: str | None = None,
     replay: bool = False,
+    crossover: bool = False,
 ) -> dict:
     """Held-out measures of every arm over ``n_seeds`` seeds (bench/run_all.py's interface).
 
     Per arm (start x fine-tuned rule) and step: the held-out mean rank of the fine-tuned rule's answer, the share of
     held-out questions on which it is ranked first, the share on which the counterfactual answer scores above the
     true one, and after fine-tuning the known people's mean rank (retention). Pre-trained minus from scratch is
-    paired by seed. ``json_path`` writes all of it (means and 95% intervals over seeds) for chapter 4.
+    paired by seed. ``crossover`` adds the crossover control's arms (pre-trained on the same people and templates
+    under :data:`lib.ocr.prior.CROSSOVER`, a third rule) and the paired differences pre-trained minus crossover.
+    ``json_path`` writes all of it (means and 95% intervals over seeds) for chapter 4.
     """
     experiment = prior.PriorExperiment()
     fine_tune = experiment.fine_tune
@@ -99,7 +102,8 @@ def run(
         )
     if lr is not None:
         fine_tune = dataclasses.replace(fine_tune, lr=lr)
-    experiment = dataclasses.replace(experiment, fine_tune=fine_tune, replay=replay)
+    data = dataclasses.replace(experiment.data, crossover=prior.CROSSOVER if crossover else None)
+    experiment = dataclasses.replace(experiment, data=data, fine_tune=fine_tune, replay=replay)
     start = time.perf_counter()
     runs = [prior.run_prior_knowledge(experiment, seed) for seed in range(n_seeds)]
     true = experiment.data.world_rule.name
@@ -110,9 +114,10 @@ def run(
         "fine-tuning steps": fine_tune.steps,
         "fine-tuning lr": fine_tune.lr,
         "replay": replay,
+        "crossover": crossover,
     }
     curves: dict = {"steps": list(runs[0].steps), "arms": {}}
-    for init in prior.INITS:
+    for init in runs[0].inits:
         for rule in (true, cf):
             k = rule == cf
             measures = {
@@ -132,26 +137,40 @@ def run(
                 out[f"{label}: {name}"] = f"{m:.2f} [{lo:.2f}, {hi:.2f}]"
             m, lo, hi = paired_interval(retention)
             out[f"{label}: known people's mean rank after fine-tuning"] = f"{m:.2f} [{lo:.2f}, {hi:.2f}]"
-    differences = {}
-    for name, getter in (
-        ("mean rank of the counterfactual answer", lambda r, i: r.held_out[i, cf][-1, c_i]),
-        ("top-1 of the counterfactual answer", lambda r, i: r.top1[i, cf][-1, c_i]),
-        ("P(counterfactual above true)", lambda r, i: r.above_world[i, cf][-1, c_i]),
-    ):
-        d = torch.tensor([float(getter(r, "pre-trained") - getter(r, "from scratch")) for r in runs])
-        differences[name] = paired_interval(d)
-        m, lo, hi = differences[name]
-        out[f"counterfactual runs, pre-trained minus from scratch: {name}"] = f"{m:.2f} [{lo:.2f}, {hi:.2f}]"
+    getters = {
+        "mean rank of the counterfactual answer": lambda r, i: r.held_out[i, cf][-1, c_i],
+        "top-1 of the counterfactual answer": lambda r, i: r.top1[i, cf][-1, c_i],
+        "P(counterfactual above true)": lambda r, i: r.above_world[i, cf][-1, c_i],
+        "true-rule runs: mean rank of the true answer": lambda r, i: r.held_out[i, true][-1, t_i],
+        "true-rule runs: top-1 of the true answer": lambda r, i: r.top1[i, true][-1, t_i],
+    }
+    all_differences = {}
+    for other in runs[0].inits[1:]:
+        differences = {}
+        for name, getter in getters.items():
+            d = torch.tensor([float(getter(r, "pre-trained") - getter(r, other)) for r in runs])
+            differences[name] = paired_interval(d)
+            m, lo, hi = differences[name]
+            out[f"pre-trained minus {other}: {name}"] = f"{m:.2f} [{lo:.2f}, {hi:.2f}]"
+        all_differences[f"paired differences (pre-trained - {other}), final"] = differences
     out["known people's mean rank after pre-training (max over seeds)"] = max(r.world_after_pretraining for r in runs)
+    if crossover:
+        out["known people's crossover-rule mean rank after crossover pre-training (max over seeds)"] = max(
+            r.crossover_after_pretraining for r in runs
+        )
     out["chance"] = (len(experiment.data.world_rule.fact_values) - 1) / 2
     out["seconds"] = time.perf_counter() - start
     if json_path is not None:
         payload = {
-            "settings": {k: out[k] for k in ("seeds", "fine-tuning steps", "fine-tuning lr", "replay", "chance")},
+            "settings": {
+                k: out[k] for k in ("seeds", "fine-tuning steps", "fine-tuning lr", "replay", "crossover", "chance")
+            },
             "curves": curves,
-            "paired differences (pre-trained - from scratch), final": differences,
+            **all_differences,
             "known people after pre-training": [r.world_after_pretraining for r in runs],
         }
+        if crossover:
+            payload["known people after crossover pre-training"] = [r.crossover_after_pretraining for r in runs]
         with open(json_path, "w") as f:
             json.dump(payload, f, indent=1)
     return out
@@ -163,12 +182,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="fine-tuning steps (default: the chapter's)")
     parser.add_argument("--lr", type=float, default=None, help="fine-tuning learning rate (default: the chapter's)")
     parser.add_argument("--replay", action="store_true", help="mix pre-training sentences into fine-tuning")
+    parser.add_argument("--crossover", action="store_true", help="add the crossover control (a third rule pre-trained)")
     parser.add_argument("--json", default=None, help="write the curves and intervals to this JSON file")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    for key, value in run(args.seeds, args.steps, args.lr, args.json, args.replay).items():
-        print(f"{key}: {value:.2f}" if isinstance(value, float) else f"{key}: {value}")
+    for key, value in run(args.seeds, args.steps, args.lr, args.json, args.replay, args.crossover).items():
+        print(f"{key}: {value:.2f}" if isinstance(value, float) and key != "fine-tuning lr" else f"{key}: {value}")
 
 
 if __name__ == "__main__":

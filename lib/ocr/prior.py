@@ -28,7 +28,7 @@ from lib.ocr.lm import (
     word_tokenizer,
 )
 from lib.ocr.ranking import CandidateScorer, select_forms
-from lib.ocr.relations import PAIRS, RelationPair
+from lib.ocr.relations import CITY_LANGUAGE, PAIRS, RelationPair, shifted_map
 from lib.ocr.sentences import SentenceConfig, SentenceTask, answer_index, build_sentences, mean_rank
 from lib.ocr.split import Split, fictitious_names
 
@@ -36,10 +36,34 @@ if TYPE_CHECKING:  # transformers is imported only when a function needs it (it 
     from transformers import PreTrainedTokenizerFast
 
 
-Init = Literal["pre-trained", "from scratch"]
-"""Where fine-tuning starts: the model pre-trained on the world, or the same initial weights untrained."""
+Init = Literal["pre-trained", "from scratch", "pre-trained on another rule"]
+"""Where fine-tuning starts: the model pre-trained on the world, the same initial weights untrained, or (the
+crossover control, :attr:`PriorConfig.crossover`) the same weights pre-trained on the same people and templates
+under a third rule."""
 
-INITS: tuple[Init, ...] = get_args(Init)
+INITS: tuple[Init, ...] = get_args(Init)[:2]
+"""The starts of every run; :data:`CROSSOVER_INIT` is added when the config has a crossover rule."""
+
+CROSSOVER_INIT: Init = get_args(Init)[2]
+
+CROSSOVER_SHIFT = 13
+"""The crossover rule's city i gets the true language of city i + 13 (mod 20): like the counterfactual rule (shift 7)
+it moves every city, and it gives no city the counterfactual rule's language either (13 - 7 is not a multiple of 20)."""
+
+CROSSOVER = RelationPair(
+    "city -> language (crossover)",
+    "lives in",
+    "speaks",
+    shifted_map(CITY_LANGUAGE, CROSSOVER_SHIFT),
+    PAIRS[0].fact_templates,
+    PAIRS[0].implication_templates,
+    PAIRS[0].questions,
+    tag=" (x)",
+    link="counterfactual",
+    link_reason=f"each city gets another city's language (shifted by {CROSSOVER_SHIFT}): false, and not the "
+    "counterfactual rule's either",
+)
+"""A third city -> language rule for the crossover control: the same templates and questions, another false map."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +84,9 @@ class PriorConfig:
             (:attr:`lib.ocr.relations.RelationPair.link`), and the world follows that one (:attr:`world_rule`),
             wherever it stands in the tuple.
         seed: names, who is known, fact values and split.
+        crossover: a third rule for the crossover control (e.g. :data:`CROSSOVER`), or ``None``: the same known
+            people, facts and templates follow it in a second pre-training text (:meth:`PriorData.crossover_sentences`);
+            it must differ from every rule of ``rules`` only in its implication map, and on every fact value.
     """
 
     n_known: int = 200
@@ -67,13 +94,17 @@ class PriorConfig:
     train_fraction: float = 0.2
     rules: tuple[RelationPair, ...] = tuple(next(p for p in PAIRS if p.link == k) for k in ("causal", "counterfactual"))
     seed: int = 0
+    crossover: RelationPair | None = None
 
     def __post_init__(self) -> None:
         if not self.rules or not all(isinstance(r, RelationPair) for r in self.rules):
             raise ValueError("rules must be a non-empty tuple of RelationPair")
+        if self.crossover is not None and not isinstance(self.crossover, RelationPair):
+            raise ValueError(f"crossover must be a RelationPair or None, got {type(self.crossover).__name__}")
         first = self.rules[0]
         n_values = len(first.fact_values)
-        for rule in self.rules[1:]:
+        extra = () if self.crossover is None else (self.crossover,)
+        for rule in self.rules[1:] + extra:
             same = (
                 set(rule.fact_values) == set(first.fact_values)
                 and {c for _, c in rule.implication_map} == {c for _, c in first.implication_map}
@@ -93,6 +124,19 @@ class PriorConfig:
             raise ValueError(
                 f"rules must hold exactly one rule with link 'causal' (the rule the world follows), got links {links}"
             )
+        if self.crossover is not None:
+            if self.crossover.name in {r.name for r in self.rules}:
+                raise ValueError(f"crossover must not be one of rules, got {self.crossover.name!r}")
+            shared = [
+                b
+                for b in first.fact_values
+                if any(self.crossover.implication(b) == r.implication(b) for r in self.rules)
+            ]
+            if shared:
+                raise ValueError(
+                    f"crossover {self.crossover.name!r} must give every fact value another implication than every rule "
+                    f"does; it agrees with one on {shared}"
+                )
         validate.int_at_least("n_known", self.n_known, 2 * n_values, f"two known people per fact value, {n_values}")
         validate.positive_int("n_new", self.n_new)
         validate.fraction("train_fraction", self.train_fraction)
@@ -113,12 +157,14 @@ class PriorData:
         world: the known people under ``config.world_rule``; all of their sentences are pre-training text.
         new: the new people under each rule, in the order of ``config.rules`` (same names, facts and split).
         tokenizer: a :func:`word_tokenizer` over every text of ``world`` and ``new``.
+        crossover_world: the known people under ``config.crossover`` (same names and facts as ``world``), or ``None``.
     """
 
     config: PriorConfig
     world: SentenceTask
     new: tuple[SentenceTask, ...]
     tokenizer: PreTrainedTokenizerFast
+    crossover_world: SentenceTask | None = None
 
     @property
     def rule_names(self) -> tuple[str, ...]:
@@ -126,8 +172,17 @@ class PriorData:
 
     def world_sentences(self) -> list[str]:
         """The pre-training text: every known person's fact and implication sentences."""
-        w = self.world
-        return [s for i in range(len(w.names)) for s in w.fact_sentences(i) + w.implication_sentences(i)]
+        return _every_sentence(self.world)
+
+    def crossover_sentences(self) -> list[str]:
+        """The crossover control's pre-training text: the same people and facts, implications under the third rule."""
+        if self.crossover_world is None:
+            raise ValueError("this PriorData has no crossover rule (PriorConfig.crossover is None)")
+        return _every_sentence(self.crossover_world)
+
+
+def _every_sentence(task: SentenceTask) -> list[str]:
+    return [s for i in range(len(task.names)) for s in task.fact_sentences(i) + task.implication_sentences(i)]
 
 
 def build_prior(config: PriorConfig = PriorConfig()) -> PriorData:
@@ -141,16 +196,19 @@ def build_prior(config: PriorConfig = PriorConfig()) -> PriorData:
     c = config
     names = fictitious_names(c.n_known + c.n_new, c.seed)
     n_values = len(c.world_rule.fact_values)
-    world = build_sentences(
-        SentenceConfig(c.n_known, n_values, 0.5, (c.world_rule,), tuple(names[: c.n_known]), c.seed)
-    )
+
+    def known(rule: RelationPair) -> SentenceTask:
+        return build_sentences(SentenceConfig(c.n_known, n_values, 0.5, (rule,), tuple(names[: c.n_known]), c.seed))
+
+    world = known(c.world_rule)
     new = tuple(
         build_sentences(SentenceConfig(c.n_new, n_values, c.train_fraction, (rule,), tuple(names[c.n_known :]), c.seed))
         for rule in c.rules
     )
-    world_text = [s for i in range(c.n_known) for s in world.fact_sentences(i) + world.implication_sentences(i)]
-    tokenizer = word_tokenizer(world_text + [t for task in new for t in _task_texts(task)])
-    return PriorData(c, world, new, tokenizer)
+    crossover = None if c.crossover is None else known(c.crossover)
+    extra = [] if crossover is None else _every_sentence(crossover)  # no new words: the same token ids
+    tokenizer = word_tokenizer(_every_sentence(world) + [t for task in new for t in _task_texts(task)] + extra)
+    return PriorData(c, world, new, tokenizer, crossover)
 
 
 def rule_ranks(
@@ -221,8 +279,8 @@ def fine_tuning_text(data: PriorData, task: SentenceTask, replay: bool = False, 
 class _WorldRanker:
     """:func:`world_rank` with the questions tokenized once, for the many models of one experiment."""
 
-    def __init__(self, data: PriorData, form: int, batch_size: int) -> None:
-        w = data.world
+    def __init__(self, data: PriorData, form: int, batch_size: int, world: SentenceTask | None = None) -> None:
+        w = data.world if world is None else world
         questions = select_forms(w, w.questions("train") + w.questions("test"), [form])
         self.scorer = CandidateScorer(data.tokenizer, questions, batch_size)
         self.answers = [q.answer for q in questions]
@@ -292,9 +350,12 @@ class PriorRun:
         above_world: the same keys and shape: share of held-out questions on which rule ``r``'s implication scores
             above the world rule's (ties count half; 0.5 in the world rule's own column).
         world_after_fine_tuning: ``(init, fine-tuned rule)`` -> mean rank of the known people's implications after
-            that fine-tuning run (retention of the pre-trained world).
+            that fine-tuning run (retention of the pre-trained world; for :data:`CROSSOVER_INIT`, of the crossover
+            world, the implications it was pre-trained on).
         world_after_pretraining: mean rank of the known people's implications after pre-training.
         world_before_pretraining: the same at initialisation.
+        crossover_after_pretraining: the known people's mean rank of their crossover-rule implications after the
+            crossover pre-training, or ``None`` without a crossover rule.
         seconds: wall time of the whole run.
     """
 
@@ -307,12 +368,18 @@ class PriorRun:
     top1: dict[tuple[Init, str], Tensor] = field(default_factory=dict)
     above_world: dict[tuple[Init, str], Tensor] = field(default_factory=dict)
     world_after_fine_tuning: dict[tuple[Init, str], float] = field(default_factory=dict)
+    crossover_after_pretraining: float | None = None
     seconds: float = field(default=0.0, compare=False)
+
+    @property
+    def inits(self) -> tuple[Init, ...]:
+        """The starts this run fine-tuned from: :data:`INITS`, then :data:`CROSSOVER_INIT` with a crossover rule."""
+        return INITS + ((CROSSOVER_INIT,) if self.crossover_after_pretraining is not None else ())
 
     def rank(self, init: Init, trained: str, answer: str | None = None) -> Tensor:
         """``(len(steps),)``: held-out mean rank of rule ``answer``'s implication (default: the fine-tuned
         rule's) along fine-tuning on rule ``trained``, from initialisation ``init``."""
-        validate.one_of("init", init, INITS)
+        validate.one_of("init", init, self.inits)
         validate.one_of("trained", trained, self.rules)
         answer = trained if answer is None else validate.one_of("answer", answer, self.rules)
         return self.held_out[init, trained][:, self.rules.index(answer)]
@@ -325,7 +392,9 @@ def run_prior_knowledge(
 
     ``seed`` replaces the seeds of ``experiment.data`` (people, split), ``model`` (initial weights),
     ``pretrain`` and ``fine_tune`` (batches). The untrained ("from scratch") arms start from exactly
-    the initial weights that pre-training started from; every arm fine-tunes a copy.
+    the initial weights that pre-training started from; every arm fine-tunes a copy. With a crossover rule
+    (:attr:`PriorConfig.crossover`) the same initial weights are also pre-trained, with the same settings, on the
+    crossover world, and fine-tuned on every rule from there (:data:`CROSSOVER_INIT`).
     """
     if not isinstance(experiment, PriorExperiment):
         raise ValueError(f"experiment must be a PriorExperiment, got {type(experiment).__name__}")
@@ -340,6 +409,15 @@ def run_prior_knowledge(
     fine_tune(model, data.tokenizer, data.world_sentences(), dataclasses.replace(e.pretrain, seed=seed))
     states: dict[Init, dict[str, Tensor]] = {"pre-trained": snapshot(model), "from scratch": initial}
     world_after = world_ranks(model)
+    retention: dict[Init, _WorldRanker] = dict.fromkeys(INITS, world_ranks)
+    crossover_after = None
+    if data.crossover_world is not None:
+        other = copy.deepcopy(model)
+        other.load_state_dict(initial)
+        fine_tune(other, data.tokenizer, data.crossover_sentences(), dataclasses.replace(e.pretrain, seed=seed))
+        states[CROSSOVER_INIT] = snapshot(other)
+        retention[CROSSOVER_INIT] = _WorldRanker(data, e.form, 512, data.crossover_world)
+        crossover_after = retention[CROSSOVER_INIT](other)
     config = dataclasses.replace(e.fine_tune, seed=seed, checkpoint_steps=e.eval_steps)
     held_out_ranks, train_ranks = _RuleRanker(data, "test", e.form, 512), _RuleRanker(data, "train", e.form, 512)
     world_index = e.data.rules.index(e.data.world_rule)
@@ -348,7 +426,7 @@ def run_prior_knowledge(
     above: dict[tuple[Init, str], Tensor] = {}
     world_after_ft: dict[tuple[Init, str], float] = {}
     train_after: dict[tuple[Init, str], float] = {}
-    for init in INITS:
+    for init in states:
         for r, task in enumerate(data.new):
             arm = copy.deepcopy(model)
             arm.load_state_dict(states[init])
@@ -365,7 +443,7 @@ def run_prior_knowledge(
             measured = torch.stack([history.evals[s] for s in e.eval_steps])  # (steps, 3, rules)
             held_out[init, name], top1[init, name], above[init, name] = measured.unbind(1)
             train_after[init, name] = train_ranks(arm)[r]
-            world_after_ft[init, name] = world_ranks(arm)
+            world_after_ft[init, name] = retention[init](arm)
     return PriorRun(
         e.eval_steps,
         data.rule_names,
@@ -376,6 +454,7 @@ def run_prior_knowledge(
         top1,
         above,
         world_after_ft,
+        crossover_after,
         time.perf_counter() - start,
     )
 

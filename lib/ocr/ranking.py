@@ -226,3 +226,70 @@ def fine_tune_and_rank(
     after = mean_rank_per_pair(model, tokenizer, task, "test", forms, batch_size)
     train_after = mean_rank_per_pair(model, tokenizer, task, "train", forms, batch_size)
     return RankResult(before, after, train_after, history)
+
+
+def swap_pairs(task: SentenceTask, tokenizer: PreTrainedTokenizerBase) -> list[tuple[int, int]]:
+    """Held-out subjects paired for the name-swap control (:func:`name_swap_share`), greedily in index order.
+
+    Two subjects pair up when they belong to the same rule, have different implications, and their names have the
+    same number of tokens with no token in common (so swapping two tokens' embeddings touches each name once).
+    """
+    ids = {i: tokenizer(task.names[i], add_special_tokens=False)["input_ids"] for i in task.test_subjects}
+    pairs: list[tuple[int, int]] = []
+    free = list(task.test_subjects)
+    while free:
+        i = free.pop(0)
+        for j in free:
+            if (
+                task.pair_of[i] == task.pair_of[j]
+                and task.implication_of[i] != task.implication_of[j]
+                and len(ids[i]) == len(ids[j])
+                and not set(ids[i]) & set(ids[j])
+            ):
+                pairs.append((i, j))
+                free.remove(j)
+                break
+    return pairs
+
+
+def name_swap_share(
+    model: nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    task: SentenceTask,
+    positions: Sequence[int],
+    form: int = 0,
+    batch_size: int = 512,
+) -> float:
+    """Share of the :func:`swap_pairs` questions on which the partner's answer scores above the subject's own, with
+    the input embeddings of the two names' tokens at ``positions`` (indices into a name's tokens) swapped.
+
+    ``positions=()`` measures the unswapped model; all positions make each question the partner's exactly (the same
+    input vectors), so only a part of a name says where the answer is read from. The weights are restored after.
+    """
+    pairs = swap_pairs(task, tokenizer)
+    if not pairs:
+        raise ValueError("no held-out subjects to pair: swap_pairs found none")
+    ids = {i: tokenizer(task.names[i], add_special_tokens=False)["input_ids"] for pair in pairs for i in pair}
+    n_tokens = min(len(v) for v in ids.values())
+    for k in positions:
+        validate.index("a name-token position", k, n_tokens, f"positions={list(positions)!r}")
+    by_subject = {q.subject: q for q in select_forms(task, task.questions("test"), [form])}
+    questions = [by_subject[i] for pair in pairs for i in pair]
+    partners = [p for i, j in pairs for p in (j, i)]
+    weight = model.get_input_embeddings().weight  # type: ignore[operator]
+    saved = weight.detach().clone()
+    try:
+        with torch.no_grad():
+            for i, j in pairs:
+                for k in positions:
+                    a, b = ids[i][k], ids[j][k]
+                    weight[a], weight[b] = saved[b], saved[a]
+        scores = score_questions(model, tokenizer, questions, batch_size)
+    finally:
+        with torch.no_grad():
+            weight.copy_(saved)
+    above = [
+        float(s[q.candidates.index(task.implication_of[p])] > s[q.answer])
+        for s, q, p in zip(scores, questions, partners)
+    ]
+    return sum(above) / len(above)

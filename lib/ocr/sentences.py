@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -241,3 +242,29 @@ def mean_rank(scores: Tensor | Sequence[Tensor | Sequence[float]], answer: Tenso
         tied = (row == row[a]).sum().item() - 1
         total += higher + 0.5 * tied
     return total / len(rows)
+
+
+def move_held_out(task: SentenceTask, shift: int = 1) -> SentenceTask:
+    """``task`` with every held-out subject moved ``shift`` fact values on in its rule (``task.values``, cyclically),
+    its implication following the new fact; names, the training subjects and the split unchanged.
+
+    The permutation control of chapter 4: trained on the moved task's ``train_sentences()``, a model whose held-out
+    answers go through the facts predicts the moved implications, not the original ones.
+
+    Raises:
+        ValueError: ``shift`` not an int, or a multiple of some rule's number of fact values (nobody would move).
+    """
+    if not isinstance(task, SentenceTask):
+        raise ValueError(f"task must be a SentenceTask, got {type(task).__name__}")
+    if not isinstance(shift, int) or isinstance(shift, bool):
+        raise ValueError(f"shift must be an int, got {shift!r}")
+    stuck = [p.name for p, v in zip(task.pairs, task.values) if shift % len(v) == 0]
+    if stuck:
+        raise ValueError(f"shift={shift} is a multiple of the number of fact values of {stuck}: nobody would move")
+    fact_of, implication_of = list(task.fact_of), list(task.implication_of)
+    for i in task.test_subjects:
+        p = task.pair_of[i]
+        values = task.values[p]
+        fact_of[i] = values[(values.index(fact_of[i]) + shift) % len(values)]
+        implication_of[i] = task.pairs[p].implication(fact_of[i])
+    return dataclasses.replace(task, fact_of=fact_of, implication_of=implication_of)

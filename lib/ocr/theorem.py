@@ -4,10 +4,12 @@ Theorem 2 over a grid of (m_train, m_test) (Huang et al. 2025, section 4; chapte
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Unpack
 
 import torch
@@ -306,3 +308,35 @@ def factorized_descent(
             A -= lr * gA * mask
             B -= lr * gB * mask
     return (A @ B.transpose(1, 2)).detach()
+
+
+def margin_ratio(model: OneLayer, problem: OCRProblem, eos_id: int) -> Tensor:
+    """Held-out over training margin of a trained model on the noise-free sequences: ``(S,)``, one per member.
+
+    The mean multiclass margin (over all rows of the problem) of the held-out implications, divided by the mean
+    margin of the training implications (the facts left out), from :func:`effective_block`. For the
+    min-nuclear-norm solution every training margin is 1 and this is :func:`held_out_margin_law`.
+    """
+    block = effective_block(model, problem, eos_id).double()  # (S, m, n)
+    implications = problem.train_targets >= problem.n_facts
+    train = multiclass_margins(
+        problem.train_inputs[implications].double() @ block.transpose(1, 2), problem.train_targets[implications]
+    )
+    test = multiclass_margins(problem.test_inputs.double() @ block.transpose(1, 2), problem.test_targets)
+    return test.mean(-1) / train.mean(-1)
+
+
+SAMPLE_EFFICIENCY_PATH = Path(__file__).resolve().parents[1] / "data" / "ocr_sample_efficiency.json"
+"""The grid of ``bench/ocr_sample_efficiency.py --json`` that chapter 3 shows."""
+
+
+def load_sample_efficiency(path: Path | str = SAMPLE_EFFICIENCY_PATH) -> dict:
+    """The JSON written by ``bench/ocr_sample_efficiency.py --json``: per ``(m_train, m_test)`` point the law and,
+    per parameterization, every seed's :func:`margin_ratio` and held-out accuracy."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no sample-efficiency results at {path}: run bench/ocr_sample_efficiency.py --json {path}")
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict) or "points" not in data:
+        raise ValueError(f"{path} lacks 'points': not a bench/ocr_sample_efficiency.py --json file")
+    return data

@@ -297,6 +297,51 @@ def test_random_model_is_near_chance_and_pipeline_runs(small_task):
     assert result.history.loss.shape == (3,)
 
 
+def test_move_held_out_moves_every_held_out_subject_to_the_next_fact_value(small_task):
+    moved = sentences.move_held_out(small_task)
+    t = small_task
+    assert moved.names == t.names and (moved.train_subjects, moved.test_subjects) == (t.train_subjects, t.test_subjects)
+    for i in range(len(t.names)):
+        values, p = t.values[t.pair_of[i]], t.pair_of[i]
+        if i in t.test_subjects:
+            assert moved.fact_of[i] == values[(values.index(t.fact_of[i]) + 1) % len(values)] != t.fact_of[i]
+        else:
+            assert moved.fact_of[i] == t.fact_of[i]
+        assert moved.implication_of[i] == t.pairs[p].implication(moved.fact_of[i])
+    assert [q.answer for q in moved.questions("train")] == [q.answer for q in t.questions("train")]
+    assert sentences.move_held_out(small_task, -1).fact_of != moved.fact_of
+    with pytest.raises(ValueError, match="shift=5 is a multiple of the number of fact values"):
+        sentences.move_held_out(small_task, 5)
+    with pytest.raises(ValueError, match="shift must be an int"):
+        sentences.move_held_out(small_task, 1.0)  # type: ignore[arg-type]
+
+
+def test_name_swap_pairs_and_share(small_task):
+    tok = lm.task_tokenizer(small_task)
+    pairs = ranking.swap_pairs(small_task, tok)
+    assert pairs and len({i for pair in pairs for i in pair}) == 2 * len(pairs)
+    for i, j in pairs:
+        assert small_task.pair_of[i] == small_task.pair_of[j] and i in small_task.test_subjects
+        assert small_task.implication_of[i] != small_task.implication_of[j]
+    model = lm.tiny_gpt2(tok, lm.TinyLMConfig(d_model=16, n_head=2, seed=2))
+    before = model.get_input_embeddings().weight.detach().clone()
+    # unswapped: computed by hand from the scores; all tokens swapped: each question becomes its partner's exactly
+    questions = {q.subject: q for q in ranking.select_forms(small_task, small_task.questions("test"), [0])}
+    scores = {i: s for i, s in zip(questions, ranking.score_questions(model, tok, list(questions.values())))}
+
+    def partner_above(i, j, row):
+        q = questions[i]
+        return float(row[q.candidates.index(small_task.implication_of[j])] > row[q.answer])
+
+    plain = [partner_above(a, b, scores[a]) for i, j in pairs for a, b in ((i, j), (j, i))]
+    assert ranking.name_swap_share(model, tok, small_task, ()) == pytest.approx(sum(plain) / len(plain))
+    full = [partner_above(a, b, scores[b]) for i, j in pairs for a, b in ((i, j), (j, i))]
+    assert ranking.name_swap_share(model, tok, small_task, (0, 1)) == pytest.approx(sum(full) / len(full))
+    assert torch.equal(model.get_input_embeddings().weight, before)  # restored
+    with pytest.raises(ValueError, match="name-token position"):
+        ranking.name_swap_share(model, tok, small_task, (2,))
+
+
 # --- figure ------------------------------------------------------------------------------------
 
 

@@ -102,11 +102,63 @@ def test_build_prior_is_deterministic():
         (dict(n_known=39), r"n_known must be an integer >= 40 \(two known people per fact value, 20\), got 39"),
         (dict(n_new=0), "n_new must be a positive integer"),
         (dict(train_fraction=1.0), "train_fraction"),
+        (dict(crossover=relations.PAIRS[2]), "differ only in their implication map"),
+        (dict(crossover=CF), "crossover must not be one of rules"),
+        (dict(crossover="x"), "crossover must be a RelationPair or None, got str"),
+        (
+            dict(
+                crossover=dataclasses.replace(
+                    CF, name="x", implication_map=relations.shifted_map(TRUE.implication_map, 20)
+                )
+            ),
+            r"must give every fact value another implication than every rule does; it agrees with one on \['Paris'",
+        ),
     ],
 )
 def test_prior_config_rejects(kwargs, match):
     with pytest.raises(ValueError, match=match):
         prior.PriorConfig(**kwargs)
+
+
+def test_crossover_world_is_the_same_people_and_facts_under_the_third_rule():
+    assert all(prior.CROSSOVER.implication(b) not in (TRUE.implication(b), CF.implication(b)) for b in TRUE.fact_values)
+    plain = prior.build_prior(prior.PriorConfig(n_known=40, n_new=60))
+    data = prior.build_prior(prior.PriorConfig(n_known=40, n_new=60, crossover=prior.CROSSOVER))
+    w, x = data.world, data.crossover_world
+    assert x is not None and x.names == w.names and x.fact_of == w.fact_of
+    assert all(prior.CROSSOVER.implication(b) == c for b, c in zip(x.fact_of, x.implication_of))
+    assert (
+        data.world_sentences() == plain.world_sentences() and data.tokenizer.get_vocab() == plain.tokenizer.get_vocab()
+    )
+    text = data.crossover_sentences()
+    assert len(text) == len(data.world_sentences()) and all(
+        f"{n} speaks {c}." in text for n, c in zip(x.names, x.implication_of)
+    )
+    with pytest.raises(ValueError, match="has no crossover rule"):
+        plain.crossover_sentences()
+
+
+def test_run_prior_knowledge_with_a_crossover_rule_adds_its_arms_and_keeps_the_others():
+    small_x = dataclasses.replace(
+        SMALL_CF, name="r1 -> r2 (crossover)", implication_map=tuple((f"b{i}", f"c{(i + 2) % 4}") for i in range(4))
+    )
+    plain = small_experiment(checkpoint_steps=(0, 2))
+    crossed = dataclasses.replace(plain, data=dataclasses.replace(plain.data, crossover=small_x))
+    a, b = prior.run_prior_knowledge(plain, seed=5), prior.run_prior_knowledge(crossed, seed=5)
+    assert a.inits == prior.INITS and b.inits == prior.INITS + (prior.CROSSOVER_INIT,)
+    assert a.crossover_after_pretraining is None and b.crossover_after_pretraining is not None
+    assert (
+        set(b.held_out) == set(b.top1) == set(b.world_after_fine_tuning) == {(i, r) for i in b.inits for r in b.rules}
+    )
+    for key, ranks in a.held_out.items():  # the crossover arms leave the others as they were
+        assert torch.equal(b.held_out[key], ranks) and b.world_after_fine_tuning[key] == a.world_after_fine_tuning[key]
+    # all starts share one model at initialisation, so at step 0 the crossover arm differs only by its pre-training
+    assert not torch.equal(b.held_out[prior.CROSSOVER_INIT, SMALL.name][0], b.held_out["from scratch", SMALL.name][0])
+    torch.testing.assert_close(
+        b.rank(prior.CROSSOVER_INIT, SMALL.name), b.held_out[prior.CROSSOVER_INIT, SMALL.name][:, 0]
+    )
+    with pytest.raises(ValueError, match="init must be one of"):
+        a.rank(prior.CROSSOVER_INIT, SMALL.name)
 
 
 def test_rule_ranks_rank_each_rules_answer_like_mean_rank_per_pair(data):

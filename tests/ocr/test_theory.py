@@ -260,3 +260,40 @@ def test_factorized_descent_bad_input_raises(kwargs, match):
     args = {"inputs": torch.eye(2), "targets": torch.tensor([0, 1]), "n_rows": 2, "ranks": [1]} | kwargs
     with pytest.raises(ValueError, match=match):
         factorized_descent(**args)
+
+
+def test_margin_ratio_of_the_min_nuclear_norm_solution_is_the_law(monkeypatch):
+    """With the solution as the model's effective map, held-out over training margin is min(1, sqrt(1 / 1)) = 1;
+    with the min-Frobenius one it is 0 (Theorem 2's two solutions)."""
+    from lib.ocr import theorem
+
+    p = ocr_problem(tiny_task())
+    m = p.n_facts + p.n_implications
+    for norm, expected in (("nuclear", theorem.held_out_margin_law(1, 1)), ("frobenius", 0.0)):
+        W = solve_max_margin(p.train_inputs, p.train_targets, m, norm).W
+        monkeypatch.setattr(theorem, "effective_block", lambda model, problem, eos_id, W=W: W[None].float())
+        ratio = theorem.margin_ratio(None, p, eos_id=10)  # type: ignore[arg-type]
+        assert ratio.shape == (1,) and float(ratio[0]) == pytest.approx(expected, abs=1e-3)
+
+
+def test_the_shipped_sample_efficiency_grid_is_reproduced_by_its_first_seed(tmp_path):
+    """bench/ocr_sample_efficiency.py's seed 0 at the chapters' point (1, 3), rerun: the shipped JSON's numbers."""
+    import sys
+    from pathlib import Path
+
+    from lib.ocr import theorem
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import ocr_sample_efficiency
+
+    shipped = theorem.load_sample_efficiency()
+    (row,) = [p for p in shipped["points"] if (p["m_train"], p["m_test"]) == (1, 3)]
+    assert row["law"] == pytest.approx(theorem.held_out_margin_law(1, 3))
+    again = ocr_sample_efficiency.point(1, 3, seed=0, arm="factorized")
+    assert again["margin ratio"] == pytest.approx(row["factorized"]["margin ratio"][0], abs=1e-3)
+    assert again["held-out accuracy"] == pytest.approx(row["factorized"]["held-out accuracy"][0], abs=1e-6)
+    with pytest.raises(ValueError, match="no sample-efficiency results"):
+        theorem.load_sample_efficiency(tmp_path / "missing.json")
+    (tmp_path / "other.json").write_text("{}")
+    with pytest.raises(ValueError, match="lacks 'points'"):
+        theorem.load_sample_efficiency(tmp_path / "other.json")
