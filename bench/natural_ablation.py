@@ -14,7 +14,6 @@ import sys
 
 import torch
 
-from lib.induction import ablation
 from lib.induction.natural import corpus, edits, probes, runs
 
 HEAD = (0, 6)
@@ -31,7 +30,7 @@ for step in sorted(smeared.checkpoints):
     model = smeared.model_at(step)
     loss = torch.cat(
         [
-            ablation.ablated_losses(model, tokens, [[], [HEAD]], max_rows=8),
+            probes.ablated_window_loss(model, tokens, [[], [HEAD]]),
             edits.without_prefix_matching_loss(model, tokens, HEAD)[None],
         ]
     )

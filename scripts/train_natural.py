@@ -22,6 +22,13 @@ shipped files keep the listed checkpoints (written from the sweep's output with
 (batches of 64 windows of 256 tokens, seed 0; bench/README.md has the sweep that chose them). On this 2-core CPU a
 step of the two-layer model takes about a second, so a full re-run needs a GPU; tests/induction/test_natural.py re-runs
 the first steps on the CPU and matches the shipped losses.
+
+Issue 29's runs (:mod:`lib.induction.natural.recipes`: B1, B2, A, on the slim model of
+:mod:`lib.induction.natural.slim`) go by name, logging a JSON line every 100 steps to ``--log``::
+
+    python scripts/train_natural.py --recipe B1 --log _build/natural-runs/B1.jsonl --out _build/natural-runs/B1.pt
+
+``--steps 20 --limit 2000000`` is the dry run: 20 steps on the first 2 M characters of the training text.
 """
 
 from __future__ import annotations
@@ -45,7 +52,10 @@ from lib.induction.natural import corpus, probes, runs
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tag", required=True)
+    parser.add_argument("--recipe", default=None, help="a named run of lib.induction.natural.recipes (B1, B2, A)")
+    parser.add_argument("--log", type=Path, default=None, help="--recipe: the JSON-lines log to write")
+    parser.add_argument("--limit", type=int, default=None, help="--recipe: train on this many characters (dry run)")
+    parser.add_argument("--tag", default=None, help="the run's label (required without --recipe)")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--d-model", type=int, default=128)
@@ -56,7 +66,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=0)
     parser.add_argument("--weight-decay", type=float, default=0.0)
-    parser.add_argument("--steps", type=int, default=4000)
+    parser.add_argument("--steps", type=int, default=None, help="default 4000, or the recipe's")
     parser.add_argument("--every", type=int, default=100, help="checkpoint interval")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-seconds", type=float, default=0.0, help="shorten the run to fit (0: no limit)")
@@ -64,8 +74,12 @@ def main() -> None:
     parser.add_argument("--keep", default="", help="comma-separated checkpoint steps to write (default: all)")
     parser.add_argument("--out", type=Path, required=True, help="the file to write")
     args = parser.parse_args()
-
     device = pick_device(args.device)
+    if args.recipe is not None:
+        run_recipe(args, device)
+        return
+    if args.tag is None:
+        parser.error("--tag is required without --recipe")
     config = runs.NaturalConfig(
         n_layers=args.layers,
         n_heads=args.heads,
@@ -79,7 +93,7 @@ def main() -> None:
     probe = probes.probe_tokens(args.seq_len, device)
     model = runs.make_model(config, seed=args.seed, device=device)
     make_batch = corpus.batch_fn(ids.to(device), args.seq_len, seed=args.seed)
-    steps = args.steps
+    steps = 4000 if args.steps is None else args.steps
     if args.max_seconds:
         # time 20 steps on a throw-away copy, then keep the checkpoints that fit
         trial = copy.deepcopy(model)
@@ -126,6 +140,27 @@ def main() -> None:
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     runs.save_run(args.out, run)
+
+
+def run_recipe(args: argparse.Namespace, device: torch.device) -> None:
+    """Train ``args.recipe`` (see the module docstring), then write its loss, log and checkpoints to ``args.out``."""
+    from lib.induction.natural import recipes
+
+    log_path = args.log or args.out.with_suffix(".jsonl")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w") as log:
+        result = recipes.run(args.recipe, log, device=device, steps=args.steps, limit=args.limit)
+    print(
+        f"{args.recipe}: {len(result['loss'])} steps in {result['seconds']:.0f} s on {device}, "
+        f"{result['tokens_per_second']:,.0f} tokens/s; log {log_path}",
+        flush=True,
+    )
+    keep = [int(k) for k in args.keep.split(",")] if args.keep else sorted(result["checkpoints"])
+    result["checkpoints"] = {
+        s: {k: v.detach().to("cpu", torch.float16) for k, v in result["checkpoints"][s].items()} for s in keep
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(result, args.out)
 
 
 if __name__ == "__main__":

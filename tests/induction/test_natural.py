@@ -21,7 +21,7 @@ import torch
 
 from lib.core.tokens import BOS
 from lib.core.train import TrainConfig, train
-from lib.induction import models, scores
+from lib.induction import ablation, models, scores
 from lib.induction.natural import corpus, edits, probes, runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -498,3 +498,27 @@ def test_without_prefix_matching_removes_exactly_those_attention_terms():
     assert torch.equal(edited[~eligible], clean[~eligible]) and not torch.equal(edited[eligible], clean[eligible])
     with pytest.raises(ValueError, match="head"):
         edits.without_prefix_matching_loss(model, tokens, (0, 2))
+
+
+def test_ablated_window_loss_is_ablated_losses_chunk_by_chunk():
+    config = runs.NaturalConfig(n_layers=2, n_heads=2, d_model=16, d_head=8, seq_len=12)
+    model = runs.make_model(config, seed=2)
+    tokens = torch.randint(1, corpus.VOCAB, (5, 12), generator=torch.Generator().manual_seed(0))
+    tokens[:, 0] = BOS
+    sets = [[], [(0, 1)], [(1, 0), (1, 1)]]
+    chunked = probes.ablated_window_loss(model, tokens, sets, chunk=2)  # 5 windows: chunks of 2, 2, 1
+    torch.testing.assert_close(chunked, ablation.ablated_losses(model, tokens, sets), rtol=1e-5, atol=1e-5)
+    assert chunked.shape == (3, 5, 11)
+    torch.testing.assert_close(chunked[0], probes.window_loss(model, tokens, chunk=3), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="chunk"):
+        probes.ablated_window_loss(model, tokens, sets, chunk=0)
+
+
+def test_loss_and_patterns_is_one_pass_of_both():
+    config = runs.NaturalConfig(n_layers=2, n_heads=2, d_model=16, d_head=8, seq_len=12)
+    model = runs.make_model(config, seed=3)
+    tokens = torch.tensor([[BOS, 5, 6, 7, 5, 6, 9, 7, 5, 2, 3, 6]])
+    loss, pattern = probes.loss_and_patterns(model, tokens)
+    torch.testing.assert_close(loss, scores.per_token_loss(model, tokens))
+    torch.testing.assert_close(pattern, scores.attention_patterns(model, tokens))
+    assert pattern.shape == (2, 1, 2, 12, 12)

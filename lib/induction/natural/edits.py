@@ -17,6 +17,7 @@ import torch
 from lib.core import validate
 from lib.core.heads import Head, check_heads
 from lib.induction import scores
+from lib.induction.natural.probes import WINDOW_CHUNK
 
 if TYPE_CHECKING:
     from transformer_lens.hook_points import HookPoint
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def without_prefix_matching_loss(
-    model: TransformerBridge, tokens: torch.Tensor, head: Head, chunk: int = 8
+    model: TransformerBridge, tokens: torch.Tensor, head: Head, chunk: int = WINDOW_CHUNK
 ) -> torch.Tensor:
     """Per-token loss with ``head``'s attention to prefix-matching keys removed (see the module docstring).
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -14,21 +14,26 @@ import torch
 
 from lib.core import validate
 from lib.core.device import check_device
+from lib.core.heads import Head
 from lib.core.tokens import BOS, EVAL_SEED
-from lib.induction import scores
+from lib.induction import ablation, scores
 from lib.induction.natural.corpus import DATA, held_out_ids, windows
 
 if TYPE_CHECKING:
     from transformer_lens.model_bridge import TransformerBridge
 
 
-def window_loss(model: torch.nn.Module, tokens: torch.Tensor, chunk: int = 8) -> torch.Tensor:
-    """:func:`lib.induction.scores.per_token_loss` of many windows, ``chunk`` windows at a time, under
-    ``torch.inference_mode``.
+WINDOW_CHUNK = 4
+"""Windows a forward pass in :func:`window_loss` and :func:`ablated_window_loss`. One pass over all 619 held-out
+windows would hold 650 MB of logits. Chunks of 8 windows (8 MB of logits, 16 MB of attention scores) stay below the
+size at which the C allocator returns memory to the system after every use, which made larger chunks 1.6 times slower
+on a laptop CPU; chunks of 4 (attention scores of 8 MB a layer, which the attention's masking and softmax pass over
+four times) ran 1.2-1.5 times faster again than 8 on the book's 2-core machine (2026-12-02, 96 windows, both models)."""
 
-    One pass over all 619 held-out windows would hold 650 MB of logits; chunks of 8 windows (8 MB of logits, 16 MB
-    of attention scores) stay below the size at which the C allocator returns memory to the system after every
-    use, which made larger chunks 1.6 times slower on a laptop CPU.
+
+def window_loss(model: torch.nn.Module, tokens: torch.Tensor, chunk: int = WINDOW_CHUNK) -> torch.Tensor:
+    """:func:`lib.induction.scores.per_token_loss` of many windows, ``chunk`` windows at a time, under
+    ``torch.inference_mode`` (see :data:`WINDOW_CHUNK`).
 
     Returns:
         ``(batch, seq - 1)``.
@@ -36,6 +41,42 @@ def window_loss(model: torch.nn.Module, tokens: torch.Tensor, chunk: int = 8) ->
     validate.positive_int("chunk", chunk)
     with torch.inference_mode():
         return torch.cat([scores.per_token_loss(model, tokens[i : i + chunk]) for i in range(0, len(tokens), chunk)])
+
+
+def ablated_window_loss(
+    model: TransformerBridge, tokens: torch.Tensor, ablations: Sequence[Iterable[Head]], chunk: int = WINDOW_CHUNK
+) -> torch.Tensor:
+    """:func:`lib.induction.ablation.ablated_losses` (full, zero) of many windows, ``chunk`` windows and one set of
+    heads a pass, as in :func:`window_loss`. All the windows in one pass (what ``ablated_losses`` does with them) ran
+    chapter 8's ablations of 619 windows twice as slowly on the book's 2-core machine.
+
+    Args:
+        ablations: ``n`` sets of heads (an empty set: the clean model).
+
+    Returns:
+        ``(n, batch, seq - 1)``.
+    """
+    validate.positive_int("chunk", chunk)
+    sets = [list(heads) for heads in ablations]
+    parts = [
+        ablation.ablated_losses(model, tokens[i : i + chunk], sets, max_rows=chunk)
+        for i in range(0, len(tokens), chunk)
+    ]
+    return torch.cat(parts, dim=1)
+
+
+def loss_and_patterns(model: TransformerBridge, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`lib.induction.scores.per_token_loss` and :func:`lib.induction.scores.attention_patterns` from one
+    forward pass, under ``torch.inference_mode``.
+
+    Returns:
+        ``(batch, seq - 1)`` loss and ``(n_layers, batch, n_heads, query, key)`` patterns.
+    """
+    validate.token_batch(tokens)
+    names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(model.cfg.n_layers)]
+    with torch.inference_mode():
+        logits, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
+    return scores.next_token_loss(logits, tokens), torch.stack([cache[name] for name in names])
 
 
 BIN = 16
@@ -287,17 +328,18 @@ class Measurement:
 
 def measure(model: TransformerBridge, probes: dict[str, torch.Tensor]) -> Measurement:
     """What ``scripts/train_natural.py`` logs at a checkpoint, on :func:`probe_tokens` (see :class:`Measurement`)."""
-    loss = scores.per_token_loss(model, probes["text"]).mean(0)
+    text_loss, text_pattern = loss_and_patterns(model, probes["text"])  # one pass a probe
+    loss = text_loss.mean(0)
     repeats: dict[str, object] = {}
     for name in ("nat_repeat", "rand_repeat"):
         if name not in probes:
             continue
-        tokens = probes[name]
-        first, second = copy_losses(scores.per_token_loss(model, tokens))
+        repeat_loss, pattern = loss_and_patterns(model, probes[name])
+        first, second = copy_losses(repeat_loss)
         repeats[f"{name}_first"] = first.item()
         repeats[f"{name}_second"] = second.item()
-        repeats[f"{name}_pm"] = repeat_prefix_matching(scores.attention_patterns(model, tokens)).cpu().tolist()
-    previous = scores.previous_token_score(scores.attention_patterns(model, probes["text"])).cpu().tolist()
+        repeats[f"{name}_pm"] = repeat_prefix_matching(pattern).cpu().tolist()
+    previous = scores.previous_token_score(text_pattern).cpu().tolist()
     return Measurement(
         held_loss=loss.mean().item(),
         loss_by_pos16=loss_bins(loss.cpu()),
