@@ -218,6 +218,41 @@ def test_solutions_say_so_and_the_setup_cell_is_left_out():
         assert "REPOSITORY = " not in text, f"{page.name}: the setup cell is on the page"
 
 
+PLAIN_CHAPTER = re.compile(r"\b[Cc]hapters? (\d)(?![\d.]\d|\d)")
+
+
+def plain_chapter_mentions(page) -> list[str]:
+    """'chapter N' in a page's own text (not in a link, code or printed output) where N is another chapter."""
+    own = page.name[:2]
+    main = main_of(page)
+    for skipped in main.select("a, code, pre, .cell_output, .headerlink, .citation"):  # a bibliography note: text
+        skipped.decompose()
+    return [m.group(0) for m in PLAIN_CHAPTER.finditer(main.get_text(" ")) if f"0{m.group(1)}" != own]
+
+
+def test_chapter_mentions_are_links():
+    """'chapter 5' is written as a link to chapter 5 ([chapter 5](05_induction_heads.ipynb)) wherever it names
+    another chapter of the book."""
+    plain = {page.name: found for page in pages() if (found := plain_chapter_mentions(page))}
+    assert not plain, f"plain-text chapter mentions (make them links to the chapter): {plain}"
+
+
+def test_every_figure_is_numbered_and_captioned_with_alt_text():
+    """Each figure a chapter draws sits in a numbered figure with a caption (cell metadata mystnb.figure), and its alt
+    text says what it shows (mystnb.image.alt), not a file name."""
+    bare, no_alt = [], []
+    for page in CHAPTER_PAGES:
+        for img in main_of(page).select("div.cell_output img"):
+            figure = img.find_parent("figure")
+            if figure is None or not figure.select_one("figcaption .caption-number"):
+                bare.append(f"{page.name}: {img['src']}")
+            alt = img.get("alt", "")
+            if len(alt) < 20 or alt.endswith(".png"):
+                no_alt.append(f"{page.name}: {img['src']} ({alt!r})")
+    assert not bare, f"figures without a numbered caption: {bare}"
+    assert not no_alt, f"figures without alt text: {no_alt}"
+
+
 def test_one_search_box():
     """One search field in the sidebar and the article header's search button (shown only where the sidebar is folded
     away), and no second field in a top bar (_ext/page_chrome.py)."""
