@@ -11,16 +11,23 @@ book's execution cache (so that a build never reuses an older build's outputs), 
 whose fingerprint matches the tree as it is now. Jupyter Book (``execute_notebooks: cache``) then takes those outputs
 and executes only the other chapters, stopping on an error as before: a chapter that failed under nbval was not kept,
 so the book executes it again and fails on the same assert.
+
+nbval runs each cell with ``store_history=False``, and IPython then cannot see that a cell ends in ``;``: a cell such
+as ``plot.ocr_loss_curves(...);`` gets its figure twice, once displayed and once as the cell's result, where Jupyter
+and the book's own execution show it once. The kept notebook drops the result of every cell that ends in ``;``
+(:func:`without_silenced_results`), as Jupyter would.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import os
 import shutil
 import sys
 import time
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +105,33 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     target = Path(item.config.getoption("--keep-executed")) / path.name
     target.unlink(missing_ok=True)
     if notebook._kept_ok:  # type: ignore[union-attr]
-        nb = notebook.nb  # type: ignore[union-attr]
+        nb = without_silenced_results(notebook.nb)  # type: ignore[union-attr]
         seconds = time.perf_counter() - notebook._kept_start  # type: ignore[union-attr]
         nb.metadata[STAMP] = {"fingerprint": fingerprint(path), "seconds": round(seconds, 1)}
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(target))
+
+
+def ends_in_semicolon(source: str) -> bool:
+    """Whether the last token of a cell's code (comments and blank lines aside) is ``;``, IPython's "no result"."""
+    try:
+        tokens = [
+            t
+            for t in tokenize.generate_tokens(io.StringIO(source).readline)
+            if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.INDENT)
+            and t.type != tokenize.DEDENT
+        ]
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return bool(tokens) and tokens[-1].string == ";"
+
+
+def without_silenced_results(nb: Any) -> Any:
+    """``nb`` with the ``execute_result`` outputs of its cells that end in ``;`` removed (in place; returned)."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and ends_in_semicolon(cell.source):
+            cell.outputs = [o for o in cell.outputs if o.get("output_type") != "execute_result"]
+    return nb
 
 
 # ---- priming the book's execution cache ----

@@ -53,6 +53,7 @@ def kept(tmp_path_factory):
         ("print('hello')", []),
         ("raise NotImplementedError", ["skip-execution", "nbval-skip"]),
         ("6 * 7", []),
+        ("6 * (\n    7\n);  # no result shown", []),
     )
     write_notebook(chapters / "failing.ipynb", ("x = 1", []), ("assert x == 2, 'the claim failed'", []), ("x", []))
     keep = tmp_path_factory.mktemp("kept")
@@ -80,7 +81,17 @@ def test_keeps_only_the_notebooks_that_passed(kept):
     assert outputs[0][0]["text"] == "hello\n"
     assert outputs[1] == []
     assert outputs[2][0]["data"]["text/plain"] == "42"
+    assert outputs[3] == [], "a cell ending in ';' shows no result, as in Jupyter (nbval's kernel would show it)"
     assert nb.metadata[shared_execution.STAMP]["fingerprint"] == shared_execution.fingerprint(kept[0] / "passing.ipynb")
+
+
+def test_a_final_semicolon_is_found_as_ipython_finds_it():
+    assert shared_execution.ends_in_semicolon("plot.x(\n    1,\n);")
+    assert shared_execution.ends_in_semicolon("x = 1\nf(x);  # quiet\n\n")
+    assert not shared_execution.ends_in_semicolon("f(x)")
+    assert not shared_execution.ends_in_semicolon("s = 'a;'")
+    assert not shared_execution.ends_in_semicolon("if x:\n    f(x);\ny")
+    assert not shared_execution.ends_in_semicolon("def (")  # not Python: left as it is
 
 
 def test_prime_reuses_matching_notebooks_only(kept, tmp_path):
