@@ -166,12 +166,6 @@ def test_figures_fit_the_page_column():
     assert not too_wide, f"figures wider than {MAX_FIGURE_PX} px on the page: {too_wide}"
 
 
-def test_figures_are_sharp_on_high_resolution_screens():
-    """Each PNG holds twice the pixels it is shown at (lib.show._common.sharp_notebook_figures)."""
-    blurry = {name: (shown, pixels) for name, shown, pixels in chapter_figures() if pixels < 2 * shown - 2}
-    assert not blurry, f"figures with fewer than 2 pixels per CSS pixel, (shown, pixels): {blurry}"
-
-
 def test_no_script_or_stylesheet_from_another_site():
     """The book promises to work offline: every script and stylesheet a page loads is the book's own (an ipywidgets
     explorer, which would pull its viewer from a CDN, is left out of the rendered book: tag remove-cell)."""
