@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Callable
 from typing import Literal, TypeAlias
 
 import matplotlib.pyplot as plt
@@ -13,6 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
+from matplotlib.text import Text
 
 from lib.core import validate
 
@@ -114,29 +117,108 @@ def finish_axis(
 
 
 def finish_figure(fig: Figure, *, title: str = "", title_size: float | None = None, tight: bool = True) -> Figure:
-    """The last step of every figure: an optional overall title, then the layout (``tight_layout``)."""
-    if title:
-        text = fig.suptitle(title)
-        if title_size is not None:
-            text.set_fontsize(title_size)
-    if tight:
-        fig.tight_layout()
+    """The last step of every figure: an optional overall title, then the layout (``tight_layout``, or the figure's
+    own with ``tight=False``), then :func:`fit_column`."""
+    text = fig.suptitle(title) if title else None
+    if text is not None and title_size is not None:
+        text.set_fontsize(title_size)
+    fit_column(fig, fig.tight_layout if tight else lambda: None, text)
     return fig
+
+
+SAVE_PAD = 0.1
+"""Inches the inline backend pads a figure's drawn content with when it saves it (``bbox_inches="tight"``)."""
+
+
+def saved_width(fig: Figure) -> float:
+    """Width in inches of the PNG the inline backend saves: the drawn content (titles, legends and labels that
+    stick out of the figure included) plus :data:`SAVE_PAD` on each side."""
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    return fig.get_tightbbox(renderer).width + 2 * SAVE_PAD
+
+
+def wrap_to_width(text: Text, width_px: float) -> bool:
+    """Break ``text`` at spaces into the fewest lines, of balanced length, that make it at most ``width_px`` wide
+    as drawn (a word longer than that stays whole); whether it was wider."""
+    if text.get_window_extent().width <= width_px:
+        return False
+    words = " ".join(text.get_text().split())
+    for lines in range(2, len(words.split()) + 1):
+        chars = -(-len(words) // lines)
+        while len(wrapped := textwrap.wrap(words, chars, break_long_words=False)) > lines:
+            chars += 1
+        text.set_text("\n".join(wrapped))
+        if text.get_window_extent().width <= width_px:
+            break
+    return True
+
+
+def title_room(ax: Axes) -> float:
+    """Pixels a centred title of ``ax`` may span: up to the nearest other axes beside it (same row) or the figure's
+    edge, whichever is closer, on both sides alike."""
+    fig = figure_of(ax)
+    box = ax.get_window_extent()
+    left, right = SAVE_PAD * fig.dpi, fig.bbox.width - SAVE_PAD * fig.dpi
+    for other in fig.axes:
+        b = other.get_window_extent()
+        if other is ax or not (b.y0 < box.y1 and box.y0 < b.y1):
+            continue
+        if b.x1 <= box.x0:
+            left = max(left, b.x1)
+        elif b.x0 >= box.x1:
+            right = min(right, b.x0)
+    centre = (box.x0 + box.x1) / 2
+    return 2 * max(min(centre - left, right - centre), 0.0)
+
+
+def fit_column(fig: Figure, layout: Callable[[], object], title: Text | None = None) -> None:
+    """Make ``fig`` fit the page column as saved (:func:`saved_width` at most :data:`MAX_WIDTH`), its text at the
+    size it was set in: each panel title wrapped to :func:`title_room` and the overall ``title`` to the figure,
+    ``layout()``, and once more if the layout left a title too wide; then the figure narrowed by what still sticks
+    out (a long tick label or legend) and laid out anew. ``layout()`` runs again only where something changed: a
+    legend anchored to a panel moves with it, so a second run can lay out differently."""
+    wrap_titles(fig, title)
+    layout()
+    if wrap_titles(fig, title):
+        layout()
+    for _ in range(3):
+        excess = saved_width(fig) - MAX_WIDTH
+        if excess <= 0.005:
+            return
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width - excess, height)
+        layout()
+
+
+def wrap_titles(fig: Figure, title: Text | None) -> bool:
+    """Wrap each panel title of ``fig`` to its :func:`title_room` and ``title`` to the figure's width; whether any
+    had to be."""
+    wrapped = [wrap_to_width(ax.title, title_room(ax)) for ax in fig.axes if ax.get_title()]
+    if title is not None:
+        wrapped.append(wrap_to_width(title, fig.bbox.width - 2 * SAVE_PAD * fig.dpi))
+    return any(wrapped)
 
 
 def legend_below(fig: Figure, axes: np.ndarray, title: str | None) -> Figure:
     """One legend for all panels of the first row, below the figure (a legend inside a panel covers its data; a
-    label has one colour in every panel), then the figure's title and the layout. Returns ``fig``."""
+    label has one colour in every panel), in as many columns (at most three) as fit the figure's width, then the
+    figure's title and the layout. Returns ``fig``."""
     handles: dict[str, Artist] = {}
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
-    ncol = min(3, len(handles))
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    for ncol in range(min(3, len(handles)), 0, -1):
+        legend = fig.legend(
+            list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=MIN_FONT, frameon=False
+        )
+        if ncol == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width - 2 * SAVE_PAD * fig.dpi:
+            break
+        legend.remove()
     rows = -(-len(handles) // ncol)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=MIN_FONT, frameon=False)
-    finish_figure(fig, title=title or "", title_size=11, tight=False)
-    row_inches = 1.5 * MIN_FONT / 72  # one legend row: its text and the gap to the next
-    fig.tight_layout(rect=(0, (0.12 + row_inches * rows) / fig.get_figheight(), 1, 1))
+    legend_inches = 0.12 + 1.5 * MIN_FONT / 72 * rows  # each legend row: its text and the gap to the next
+    text = fig.suptitle(title, fontsize=11) if title else None
+    fit_column(fig, lambda: fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 1)), text)
     return fig
 
 

@@ -349,6 +349,69 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ),
         {"ylabels": ["share", "mean rank"], "references": [0.05, None]},
     ),
+    # --- the chapters' own long titles and labels: each must still fit the page column as saved
+    (
+        "ocr_ov_blocks",
+        "chapter 3's two solutions, long panel titles",
+        ({f"min {norm} norm: implications x subjects": rand(20, 40, low=-1) for norm in ("nuclear", "Frobenius")},),
+        {"train_columns": list(range(0, 40, 2)), "title": "The two max-margin solutions"},
+    ),
+    (
+        "ocr_rank_curves",
+        "chapter 4's four arms, long labels",
+        (
+            STEPS,
+            {
+                "answer of the fine-tuned rule": {
+                    f"{init}, {rule} rule": rand(3, 4, high=9.5)
+                    for init in ("pre-trained", "from scratch")
+                    for rule in ("causal", "counterfactual")
+                },
+                "counterfactual runs: the true answer": {
+                    f"{init}, counterfactual rule": rand(3, 4, high=9.5) for init in ("pre-trained", "from scratch")
+                },
+            },
+            9.5,
+        ),
+        {"title": "Held-out new people, 3 seeds"},
+    ),
+    (
+        "ablated_loss_grid",
+        "chapter 7's four panels, long titles",
+        (
+            [
+                (SEQ_LOSS, SEQ_LOSS + rand(len(SEQ_LOSS), low=-0.5), f"{kind} ablation of {name}, step {step}")
+                for kind, name, step in [
+                    ("pattern-preserving", "L1H2", 320),
+                    ("pattern-preserving", "L1H2", 600),
+                    ("full", "L0H3", 600),
+                    ("pattern-preserving", "all of layer 1", 600),
+                ]
+            ],
+        ),
+        {"period": 3},
+    ),
+    (
+        "phase_change_signatures",
+        "chapter 8's four signatures, long labels",
+        (
+            STEPS,
+            {
+                "prefix matching of L0H6": [0.0, 0.1, 0.8, 1.0],
+                "ICL improvement (the window's)": [0.1, 0.3, 0.9, 1.0],
+                "loss benefit, repeated passage": [0.0, 0.2, 0.7, 1.0],
+                "training loss below the control": [0.0, -0.2, 0.6, 1.0],
+            },
+        ),
+        {
+            "window": WINDOW,
+            "train_loss": rand(40, low=2.5, high=7.0),
+            "train_smooth": [7.0, 4.0, 3.0, 2.6],
+            "smooth_label": "mean of the last 100 steps",
+            "scale": "peak",
+            "xmax": 30,
+        },
+    ),
 ]
 
 
@@ -523,9 +586,18 @@ def test_circuit_figure(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 def test_readable_in_the_page_column(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     fig = getattr(plot, name)(*args, **kwargs)
     width_px, text_px, text = displayed_size(fig)
+    assert width_px <= COLUMN_PX + 1, f"{name}: saved {width_px:.0f} px wide, wider than the page column"
     assert text_px >= MIN_TEXT_PX, f"{name}: {text!r} is {text_px:.1f} px on the page (figure {width_px:.0f} px wide)"
     assert panels_per_row(fig) <= 3, f"{name}: more than three panels side by side"
+    assert not overlapping_titles(fig), f"{name}: panel titles {overlapping_titles(fig)} overlap"
     plt.close(fig)
+
+
+def overlapping_titles(fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of panel titles whose drawn boxes overlap (a long title running into its neighbour's)."""
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    titles = [(ax.get_title(), ax.title.get_window_extent(renderer)) for ax in fig.axes if ax.get_title()]
+    return [(a, b) for i, (a, box) in enumerate(titles) for b, other in titles[:i] if box.overlaps(other)]
 
 
 def test_positional_qk_heads_checks_shapes() -> None:

@@ -20,6 +20,7 @@ from lib.show._common import (
     figure_of,
     finish_axis,
     finish_figure,
+    legend_below,
     new_figure,
     shade_window,
     step_edges,
@@ -393,6 +394,7 @@ def phase_change_signatures(
     train_smooth: Array | None = None,
     smooth_label: str = "mean of the last 10 steps",
     scale: Literal["last", "peak"] = "last",
+    xmax: float | None = None,
     title: str = "Four signatures, one time axis",
 ) -> Figure:
     """Olsson et al.'s co-occurring signatures of the phase change on one time axis, and the training loss.
@@ -411,12 +413,15 @@ def phase_change_signatures(
             labelled ``smooth_label``.
         scale: ``"last"``: 1 is the last value; ``"peak"``: 1 is the maximum (for rising curves that fall back
             after their peak, as :func:`lib.induction.dynamics.rise_step` dates them).
+        xmax: show steps 0 to ``xmax`` (the curves are still scaled over all ``steps``); None: all of them.
         title: the left panel's title.
+
+    One legend for both panels, below them (inside, it covered the curves).
     """
     if scale not in ("last", "peak"):
         raise ValueError(f"scale must be 'last' or 'peak', got {scale!r}")
     panels = 1 if train_loss is None else 2
-    fig, axes = new_figure(panels, 1, width=4.6, height=3.6)
+    fig, axes = new_figure(panels, 1, width=4.6, height=4.8)  # the legend below takes about an inch
     ax: Axes = axes[0, 0]
     x = to_numpy(steps)
     shade_window(ax, window)
@@ -435,9 +440,6 @@ def phase_change_signatures(
         ylabel="share of its total change" if scale == "last" else "share of its rise to its peak",
         title=title,
         title_size=10,
-        legend=True,
-        legend_size=MIN_FONT,
-        legend_loc="upper left",
     )
     if train_loss is not None:
         right: Axes = axes[0, 1]
@@ -452,11 +454,11 @@ def phase_change_signatures(
             ylabel="training loss (nats)",
             title="The training loss",
             title_size=10,
-            legend=True,
-            legend_size=MIN_FONT,
-            legend_loc="lower left",
         )
-    return finish_figure(fig)
+    if xmax is not None:
+        for panel in axes[0]:
+            panel.set_xlim(0, xmax)
+    return legend_below(fig, axes, None)
 
 
 def positional_qk_heads(scores: Array, shares: Array, *, layer: int = 0) -> Figure:
