@@ -45,6 +45,20 @@ ICL_SCORE_LABEL = "ICL score (nats; < 0 = learns in context)"
 """y-label of every plot of the in-context-learning score."""
 
 
+def sharp_notebook_figures() -> None:
+    """In a notebook (an IPython kernel), show figures as PNGs of twice their pixels at their own size ("retina"):
+    sharp on high-resolution screens, the same size on the page. Does nothing outside a kernel."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+    set_matplotlib_formats("retina")
+
+
 def to_numpy(x: Array) -> np.ndarray:
     """A CPU float NumPy array from a tensor, array or list."""
     if isinstance(x, torch.Tensor):

@@ -148,6 +148,13 @@ def png_width(path) -> int:
     return int.from_bytes(path.read_bytes()[16:20], "big")
 
 
+def shown_width(img, pixels: int) -> int:
+    """The CSS width an ``<img>`` is shown at: docutils writes an image's width as ``style="width: 345px"`` (a retina
+    PNG's, from its output metadata), else the PNG shows at its own pixels."""
+    found = re.search(r"width:\s*([0-9.]+)px", img.get("style", "")) or re.fullmatch(r"([0-9.]+)", img.get("width", ""))
+    return round(float(found.group(1))) if found else pixels
+
+
 def chapter_figures() -> list[tuple[str, int, int]]:
     """(page: file, width shown on the page in CSS px, the PNG's own width in px) of every chapter figure."""
     found = []
@@ -155,7 +162,7 @@ def chapter_figures() -> list[tuple[str, int, int]]:
         for img in main_of(page).select("img"):
             if img["src"].endswith(".png"):
                 pixels = png_width((page.parent / img["src"]).resolve())
-                found.append((f"{page.name}: {img['src']}", int(img.get("width", pixels)), pixels))
+                found.append((f"{page.name}: {img['src']}", shown_width(img, pixels), pixels))
     return found
 
 
@@ -164,6 +171,12 @@ def test_figures_fit_the_page_column():
     assert figures, "no figures found"
     too_wide = {name: shown for name, shown, _ in figures if shown > MAX_FIGURE_PX}
     assert not too_wide, f"figures wider than {MAX_FIGURE_PX} px on the page: {too_wide}"
+
+
+def test_figures_are_sharp_on_high_resolution_screens():
+    """Each PNG holds twice the pixels it is shown at (lib.show._common.sharp_notebook_figures)."""
+    blurry = {name: (shown, pixels) for name, shown, pixels in chapter_figures() if pixels < 2 * shown - 2}
+    assert not blurry, f"figures with fewer than 2 pixels per CSS pixel, (shown, pixels): {blurry}"
 
 
 def test_no_script_or_stylesheet_from_another_site():

@@ -16,6 +16,7 @@ Chapters call them through this package, e.g. ``from lib.show import plot; plot.
 - :mod:`lib.show._common`: the helpers they share (conversion to NumPy, axes set-up, labels, layout).
 """
 
+from lib.show._common import sharp_notebook_figures
 from lib.show.plot.ablation import (
     ablated_loss_along_sequence,
     ablated_loss_grid,
@@ -52,6 +53,8 @@ from lib.show.plot.ocr import (
 )
 from lib.show.plot.performance import chapter_times, time_to_phase_change
 from lib.show.plot.smear import arm_loss_curves, smear_sigma_over_training
+
+sharp_notebook_figures()  # every chapter imports this package before it draws
 
 __all__ = [
     # out-of-context reasoning (chapters 1-4)
