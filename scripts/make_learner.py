@@ -6,8 +6,9 @@ opens it from GitHub, and ``tests/book/test_learner.py`` fails when it is out of
 In a chapter an exercise is: a stub cell (tag ``exercise-stub``), hints in ``{dropdown}`` blocks, a
 solution cell (tag ``solution``), and a check cell. The learner copy drops every solution cell, makes
 the stubs runnable (drops the tags that made the book build and nbval skip them), turns MyST dropdowns
-into HTML ``<details>`` (which Jupyter and Colab render collapsed), turns the book's ``{term}`` and ``{cite}``
-roles into links to the published glossary and bibliography (Jupyter and Colab show MyST roles raw), opens with a
+into HTML ``<details>`` (which Jupyter and Colab render collapsed), turns the book's ``{term}``, ``{cite}`` and
+``{numref}`` roles into links to the published glossary, bibliography and figures (Jupyter and Colab show MyST roles
+raw; a figure reference reads "Fig. 5.2" as on the book's page), opens with a
 cell that says what the edition is and where the solutions are, and clears every output.
 """
 
@@ -44,6 +45,7 @@ def tags(cell: dict) -> list[str]:
 
 TERM = re.compile(r"\{term\}`(?P<text>[^`<]*?)\s*(?:<(?P<target>[^`>]*)>)?`")
 CITE = re.compile(r"\{cite(?::(?P<style>[tp]))?\}`(?P<keys>[^`]*)`")
+NUMREF = re.compile(r"\{numref\}`(?P<target>[^`]*)`")
 BIB_ENTRY = re.compile(r"@\w+\{(?P<key>[^,\s]+),(?P<body>.*?)\n\}", re.DOTALL)
 
 
@@ -81,11 +83,48 @@ def term_anchor(term: str, terms: dict[str, str]) -> str:
     return "term-" + re.sub(r"[^A-Za-z0-9]+", "-", terms[term.lower()]).strip("-")
 
 
-def roles_to_links(markdown: str, names: dict[str, tuple[str, str]], book: str, terms: dict[str, str]) -> str:
+def figure_numbers(notebooks: list[Path]) -> dict[str, tuple[str, str]]:
+    """figure name -> (its number as the book prints it, the chapter's file stem), for the chapters ``notebooks``:
+    ``"fig-5-induction-head"`` -> ``("Fig. 5.3", "05_induction_heads")``. The book numbers every captioned figure
+    (a code cell with a ``mystnb.figure`` caption that is not removed from the page) chapter by chapter, the chapter's
+    number being its file's leading digits."""
+    numbers = {}
+    for path in notebooks:
+        chapter = int(re.match(r"\d+", path.stem).group(0))  # type: ignore[union-attr]
+        shown = 0
+        for cell in json.loads(path.read_text())["cells"]:
+            figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+            if cell["cell_type"] != "code" or not figure.get("caption"):
+                continue
+            if {"remove-cell", "remove-output"} & set(tags(cell)):
+                continue
+            shown += 1
+            if figure.get("name"):
+                numbers[figure["name"]] = (f"Fig. {chapter}.{shown}", path.stem)
+    return numbers
+
+
+def roles_to_links(
+    markdown: str,
+    names: dict[str, tuple[str, str]],
+    book: str,
+    terms: dict[str, str],
+    figures: dict[str, tuple[str, str]] | None = None,
+) -> str:
     """{term}`text <term>` -> [text](glossary#term); {cite:t}`key` -> [Author et al. (2025)](references);
-    {cite}`key` -> ([Author et al. 2025](references)): links into the book published at ``book``; ``terms`` from
-    :func:`glossary_terms`."""
+    {cite}`key` -> ([Author et al. 2025](references)); {numref}`fig-name` -> [Fig. 5.2](chapter#fig-name): links
+    into the book published at ``book``; ``terms`` from :func:`glossary_terms`, ``figures`` from
+    :func:`figure_numbers`."""
     glossary, references = f"{book}/chapters/glossary.html", f"{book}/chapters/references.html"
+    figures = figures or {}
+
+    def figure(m: re.Match[str]) -> str:
+        target = m["target"].strip()
+        if target not in figures:
+            known = ", ".join(sorted(figures)[:3])
+            raise ValueError(f"{{numref}} names {target!r}, which is no captioned figure's name (some are: {known})")
+        label, stem = figures[target]
+        return f"[{label}]({book}/chapters/{stem}.html#{target})"
 
     def term(m: re.Match[str]) -> str:
         target = (m["target"] or m["text"]).strip()
@@ -97,7 +136,7 @@ def roles_to_links(markdown: str, names: dict[str, tuple[str, str]], book: str, 
             return "; ".join(f"[{who} ({year})]({references})" for who, year in refs)
         return "(" + "; ".join(f"[{who} {year}]({references})" for who, year in refs) + ")"
 
-    return CITE.sub(cite, TERM.sub(term, markdown))
+    return NUMREF.sub(figure, CITE.sub(cite, TERM.sub(term, markdown)))
 
 
 def dropdowns_to_details(markdown: str) -> str:
@@ -113,13 +152,15 @@ def learner_notebook(
     names: dict[str, tuple[str, str]] | None = None,
     book: str = "",
     terms: dict[str, str] | None = None,
+    figures: dict[str, tuple[str, str]] | None = None,
 ) -> dict:
     """The learner edition of chapter ``name`` (its file stem; see the module docstring); ``names`` from
-    :func:`bib_names`, ``book`` the published book's address, ``terms`` from :func:`glossary_terms` (defaults: the
-    book's own)."""
+    :func:`bib_names`, ``book`` the published book's address, ``terms`` from :func:`glossary_terms`, ``figures`` from
+    :func:`figure_numbers` (defaults: the book's own)."""
     names = bib_names((ROOT / "references.bib").read_text()) if names is None else names
     book = book or pages_url()
     terms = glossary_terms((ROOT / "chapters" / "glossary.md").read_text()) if terms is None else terms
+    figures = figure_numbers(chapters()) if figures is None else figures
     cells = []
     for cell in nb["cells"]:
         cell = json.loads(json.dumps(cell))
@@ -133,7 +174,7 @@ def learner_notebook(
             else:
                 cell.get("metadata", {}).pop("tags", None)
         elif cell["cell_type"] == "markdown":
-            cell["source"] = roles_to_links(dropdowns_to_details(text(cell)), names, book, terms)
+            cell["source"] = roles_to_links(dropdowns_to_details(text(cell)), names, book, terms, figures)
         cells.append(cell)
     title = re.sub(r"^#\s*", "", text(nb["cells"][0]).splitlines()[0]).strip()
     words = {"title": title, "page": f"{book}/chapters/{name}.html"}

@@ -230,3 +230,42 @@ def test_glossary_links_land_on_a_term_of_the_built_glossary(edition):
     }
     assert linked, "no glossary link found in the learner edition"
     assert linked <= ids, f"glossary anchors the build did not make: {sorted(linked - ids)}"
+
+
+def test_figure_references_become_links_numbered_as_in_the_book(tmp_path):
+    """{numref}`name` -> [Fig. N.k](chapter#name): every captioned figure shown on the page counts, named or not."""
+
+    def figure_cell(caption: str, name: str = "", cell_tags: tuple[str, ...] = ()) -> dict:
+        figure = {"caption": caption, **({"name": name} if name else {})}
+        return {"cell_type": "code", "source": "", "metadata": {"mystnb": {"figure": figure}, "tags": list(cell_tags)}}
+
+    cells = [
+        {"cell_type": "markdown", "source": "# T", "metadata": {}},
+        figure_cell("unnamed, still numbered"),
+        figure_cell("removed from the page", "fig-gone", ("remove-cell",)),
+        figure_cell("the second shown", "fig-5-b"),
+        {"cell_type": "code", "source": "", "metadata": {}},
+    ]
+    path = tmp_path / "05_x.ipynb"
+    path.write_text(make_learner.json.dumps({"cells": cells}))
+    figures = make_learner.figure_numbers([path])
+    assert figures == {"fig-5-b": ("Fig. 5.2", "05_x")}
+    md = make_learner.roles_to_links("As {numref}`fig-5-b` shows.", {}, "https://b.io/x", {}, figures)
+    assert md == "As [Fig. 5.2](https://b.io/x/chapters/05_x.html#fig-5-b) shows."
+    with pytest.raises(ValueError, match="no captioned figure's name"):
+        make_learner.roles_to_links("{numref}`fig-gone`", {}, "https://b.io/x", {}, figures)
+
+
+@pytest.mark.built_book
+@pytest.mark.skipif(not (ROOT / "_build/html/index.html").is_file(), reason="book not built; run `make book`")
+def test_figure_numbers_are_the_built_book_s():
+    """The learner edition's "Fig. 5.2" must be the number the built page gives that figure."""
+    figures = make_learner.figure_numbers(make_learner.chapters())
+    assert figures, "no named figure found"
+    wrong = {}
+    for name, (label, stem) in figures.items():
+        page = (ROOT / "_build/html/chapters" / f"{stem}.html").read_text(encoding="utf-8")
+        found = re.search(rf'id="{re.escape(name)}".*?<span class="caption-number">([^<]*?)\s*</span>', page, re.DOTALL)
+        if found is None or found.group(1).strip() != label:
+            wrong[name] = (label, found and found.group(1).strip())
+    assert not wrong, f"(learner label, the book's) differ: {wrong}"
