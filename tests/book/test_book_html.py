@@ -129,6 +129,21 @@ def test_glossary_terms_are_linked_from_every_chapter():
         assert "{term}" not in main.get_text(), f"{page.name} shows a raw {{term}} role"
 
 
+def test_glossary_links_preview_their_definition():
+    """Hovering a term shows the start of its definition (_ext/glossary_previews.py: the link's title)."""
+    definitions = {
+        dt["id"]: " ".join(dt.find_next_sibling("dd").get_text().split())[:40]
+        for dt in main_of(GLOSSARY).select("dl.glossary dt[id]")
+    }
+    for page in CHAPTER_PAGES:
+        links = main_of(page).select('a[href^="glossary.html#"]')
+        bare = [a["href"] for a in links if not a.get("title")]
+        assert not bare, f"{page.name}: glossary links without a preview: {bare[:3]}"
+        for a in links:
+            start = a["title"][:12]
+            assert start and start.split()[0] in definitions[a["href"].split("#")[1]], (page.name, a["href"], start)
+
+
 def test_performance_page_shows_the_bench_figures_and_grouped_tables():
     main = main_of(HTML / "chapters" / "performance.html")
     sources = [img["src"] for img in main.select("img")]
