@@ -4,10 +4,11 @@ import re
 
 import pytest
 import yaml
-from bookfiles import ROOT, resolve, toc_files
+from bookfiles import ROOT, load_extension, resolve, toc_files
 from bs4 import BeautifulSoup
 
 HTML = ROOT / "_build" / "html"
+previews = load_extension("glossary_previews")
 # Checks of `make book`'s output: `make book` runs them right after building (marker built_book).
 pytestmark = [
     pytest.mark.built_book,
@@ -129,10 +130,18 @@ def test_glossary_terms_are_linked_from_every_chapter():
         assert "{term}" not in main.get_text(), f"{page.name} shows a raw {{term}} role"
 
 
+def plain_definition(dd) -> str:
+    """A glossary entry's text as its preview writes it: each typeset formula (``\\(\\|W\\|_*\\)``) as plain
+    characters (``‖W‖_*``)."""
+    for formula in dd.select("span.math"):
+        formula.replace_with(previews.plain_math(formula.get_text().strip().removeprefix("\\(").removesuffix("\\)")))
+    return " ".join(dd.get_text().split())
+
+
 def test_glossary_links_preview_their_definition():
     """Hovering a term shows the start of its definition (_ext/glossary_previews.py: the link's title)."""
     definitions = {
-        dt["id"]: " ".join(dt.find_next_sibling("dd").get_text().split())[:40]
+        dt["id"]: plain_definition(dt.find_next_sibling("dd"))[:40]
         for dt in main_of(GLOSSARY).select("dl.glossary dt[id]")
     }
     for page in CHAPTER_PAGES:
@@ -174,7 +183,7 @@ def chapter_figures() -> list[tuple[str, int, int]]:
     """(page: file, width shown on the page in CSS px, the PNG's own width in px) of every chapter figure."""
     found = []
     for page in CHAPTER_PAGES:
-        for img in main_of(page).select("img"):
+        for img in main_of(page).select("div.cell_output img"):
             if img["src"].endswith(".png"):
                 pixels = png_width((page.parent / img["src"]).resolve())
                 found.append((f"{page.name}: {img['src']}", shown_width(img, pixels), pixels))
