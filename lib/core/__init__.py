@@ -5,4 +5,5 @@
 - :mod:`~lib.core.validate`: the checks of public inputs, each a ``ValueError`` that says what is allowed.
 - :mod:`~lib.core.heads`: attention heads as ``(layer, head)`` pairs and their ``"L1H3"`` names.
 - :mod:`~lib.core.tokens`: the BOS token and the evaluation seed of the sequence models.
+- :mod:`~lib.core.shipped`: results a bench script computed once, shipped as JSON in ``lib/data/``.
 """

@@ -32,9 +32,9 @@ from lib.core import validate
 from lib.core.heads import Head, check_heads
 from lib.core.tokens import BOS, EVAL_SEED
 from lib.core.train import History, TrainConfig, train
-from lib.induction import models
+from lib.induction import models, smear
 from lib.induction.ablation import Kind, Replacement, ablated_losses, fraction_removed
-from lib.induction.scores import masked_mean
+from lib.induction.scores import masked_mean, per_token_loss
 from lib.induction.sequences import InductionConfig, seeded_generator
 
 if TYPE_CHECKING:
@@ -216,19 +216,30 @@ def train_model(
     seed: int = 0,
     *,
     n_heads: int = 8,
+    n_layers: int = 2,
+    smeared: bool = False,
     train_config: TrainConfig = TRAINING,
     evaluate: Callable[[nn.Module], Any] | None = None,
     device: torch.device | str | None = None,
 ) -> tuple[TransformerBridge, History]:
-    """A two-layer attention-only model (:func:`lib.induction.models.make_model`) trained on the mixed task.
+    """An attention-only model (:func:`lib.induction.models.make_model`; two layers by default, chapter 7's) trained
+    on the mixed task; with ``smeared``, every head has smeared keys (:func:`lib.induction.smear.make_model`,
+    chapter 6).
 
     ``seed`` seeds both the weights and the batches, as :func:`lib.induction.models.train_model` does.
     """
-    model = models.make_model(config.model_config(n_heads), seed=seed, device=device)
+    model = smear.make_model(config.model_config(n_heads, n_layers), seed, smeared=smeared, device=device)
     history = train(
         model, make_batch_fn(config), models.training_loss, replace(train_config, seed=seed), evaluate=evaluate
     )
     return model, history
+
+
+def icl_of(model: nn.Module, data: MixedBatch, config: MixedConfig = MixedConfig()) -> dict[PositionKind, float]:
+    """:func:`icl_by_kind` of ``model`` on ``data`` (no gradients), as plain floats: an ``evaluate`` for training."""
+    with torch.inference_mode():
+        loss = per_token_loss(model, data.tokens)
+    return {kind: float(icl) for kind, icl in icl_by_kind(loss, data, config).items()}
 
 
 def shares_removed(

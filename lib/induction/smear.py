@@ -34,12 +34,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from torch import nn
 
-from lib.core import validate
+from lib.core import shipped, validate
 from lib.core.train import History, TrainConfig, model_device
 from lib.induction import handbuilt, models, sequences
 
@@ -67,6 +68,18 @@ ARM_STEPS = {"1 layer": 500, "1 layer, smeared": 300, "2 layers": 500, "2 layers
 two-layer models pass :data:`lib.induction.dynamics.PHASE_CHANGE_LOSS` at steps 330-350, the smeared ones by step 190),
 and the plain one-layer model gets as long as the plain two-layer one to show that it never does. Training is
 deterministic and the learning rate constant, so a shorter run is exactly the start of a longer one."""
+
+
+MIXED_BENCH_PATH = shipped.DATA / "smear_mixed.json"
+"""The plain and smeared one-layer models on chapter 7's mixed task, five seeds (``bench/smear_mixed.py``)."""
+
+
+def load_mixed_bench(path: Path | str = MIXED_BENCH_PATH) -> dict:
+    """The JSON of ``bench/smear_mixed.py``: ``settings``, checkpoint ``steps`` and, per seed and arm ("1 layer",
+    "1 layer, smeared"), the ICL curves by kind of late position (``lib.induction.mixed.POSITION_KINDS``) and the final
+    early and late losses; the smeared arm also holds its final ICL without the smear and its ``sigma``."""
+    required = ("settings", "steps", "runs")
+    return shipped.load_results(path, required, what="smear-on-the-mixed-task results", made_by="bench/smear_mixed.py")
 
 
 def arm_training(arm: str) -> TrainConfig:

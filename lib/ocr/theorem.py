@@ -4,7 +4,6 @@ Theorem 2 over a grid of (m_train, m_test) (Huang et al. 2025, section 4; chapte
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Sequence
@@ -15,7 +14,7 @@ from typing import Unpack
 import torch
 from torch import Tensor
 
-from lib.core import validate
+from lib.core import shipped, validate
 from lib.ocr.onelayer import OneLayer
 from lib.ocr.symbolic import SymbolicConfig, SymbolicTask, build_symbolic
 from lib.ocr.theory import SolverOptions, multiclass_margins, solve_max_margin
@@ -326,17 +325,12 @@ def margin_ratio(model: OneLayer, problem: OCRProblem, eos_id: int) -> Tensor:
     return test.mean(-1) / train.mean(-1)
 
 
-SAMPLE_EFFICIENCY_PATH = Path(__file__).resolve().parents[1] / "data" / "ocr_sample_efficiency.json"
+SAMPLE_EFFICIENCY_PATH = shipped.DATA / "ocr_sample_efficiency.json"
 """The grid of ``bench/ocr_sample_efficiency.py --json`` that chapter 3 shows."""
 
 
 def load_sample_efficiency(path: Path | str = SAMPLE_EFFICIENCY_PATH) -> dict:
     """The JSON written by ``bench/ocr_sample_efficiency.py --json``: per ``(m_train, m_test)`` point the law and,
     per parameterization, every seed's :func:`margin_ratio` and held-out accuracy."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"no sample-efficiency results at {path}: run bench/ocr_sample_efficiency.py --json {path}")
-    data = json.loads(path.read_text())
-    if not isinstance(data, dict) or "points" not in data:
-        raise ValueError(f"{path} lacks 'points': not a bench/ocr_sample_efficiency.py --json file")
-    return data
+    made_by = "bench/ocr_sample_efficiency.py --json"
+    return shipped.load_results(path, ("points",), what="sample-efficiency results", made_by=made_by)

@@ -155,3 +155,36 @@ def test_run_round_trip_and_the_shipped_run(small_model, tmp_path):
     assert shipped.config == mixed.MixedConfig() and shipped.n_heads == 8
     assert sorted(shipped.checkpoints) == list(mixed.TRAINING.checkpoint_steps)
     assert mixed.SHIPPED == mixed.run_path(shipped.seed)
+
+
+def test_train_model_one_layer_smeared_and_icl_of():
+    """Chapter 6's one-layer models on the mixed task: the smear attached and trained where asked; icl_of is
+    icl_by_kind of the model's loss, as floats."""
+    from dataclasses import replace
+
+    from lib.induction import ablation, smear
+
+    short = replace(mixed.TRAINING, steps=3, checkpoint_steps=(0, 3), progress=False)
+    data = mixed.mixed_sequences(8, seeded_generator(3), SMALL)
+    runs = {
+        smeared: mixed.train_model(
+            SMALL,
+            2,
+            n_heads=2,
+            n_layers=1,
+            smeared=smeared,
+            train_config=short,
+            evaluate=lambda m: mixed.icl_of(m, data, SMALL),
+        )
+        for smeared in (False, True)
+    }
+    (plain, plain_history), (smeared_model, history) = runs[False], runs[True]
+    assert plain.cfg.n_layers == 1 and plain.cfg.n_heads == 2
+    assert smear.smear_of(plain) is None and smear.smear_of(smeared_model) is not None
+    assert smear.smear_sigma(smeared_model).shape == (1, 2)
+    assert not torch.allclose(smear.smear_sigma(smeared_model), torch.tensor(0.5)), "the smear was trained"
+    assert set(history.evals) == set(plain_history.evals) == {0, 3}
+    expected = mixed.icl_by_kind(ablation.ablated_loss(smeared_model, data.tokens), data, SMALL)
+    got = mixed.icl_of(smeared_model, data, SMALL)
+    assert set(got) == set(mixed.POSITION_KINDS) and all(isinstance(v, float) for v in got.values())
+    assert all(got[k] == pytest.approx(expected[k].item(), abs=1e-5) for k in got)

@@ -214,3 +214,20 @@ def test_sigma_trajectory_reads_the_steps_asked_for_in_order():
         sm.sigma_trajectory(states, [0, 5])
     with pytest.raises(ValueError, match="at least one"):
         sm.sigma_trajectory(states, [])
+
+
+def test_load_mixed_bench_reads_the_shipped_runs_and_rejects_other_files(tmp_path):
+    from lib.induction import mixed
+
+    data = sm.load_mixed_bench()
+    assert data["steps"][0] == 0 and len(data["runs"]) >= 3
+    for run in data["runs"].values():
+        for arm in ("1 layer", "1 layer, smeared"):
+            assert all(len(run[arm]["icl"][kind]) == len(data["steps"]) for kind in mixed.POSITION_KINDS)
+            assert set(run[arm]["final losses"]) == {"early", *mixed.POSITION_KINDS}
+        assert len(run["1 layer, smeared"]["sigma"]) == data["settings"]["n_heads"]
+    with pytest.raises(ValueError, match="run bench/smear_mixed.py"):
+        sm.load_mixed_bench(tmp_path / "missing.json")
+    (tmp_path / "other.json").write_text('{"runs": {}}')
+    with pytest.raises(ValueError, match=r"lacks \['settings', 'steps'\]"):
+        sm.load_mixed_bench(tmp_path / "other.json")

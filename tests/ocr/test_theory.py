@@ -295,5 +295,5 @@ def test_the_shipped_sample_efficiency_grid_is_reproduced_by_its_first_seed(tmp_
     with pytest.raises(ValueError, match="no sample-efficiency results"):
         theorem.load_sample_efficiency(tmp_path / "missing.json")
     (tmp_path / "other.json").write_text("{}")
-    with pytest.raises(ValueError, match="lacks 'points'"):
+    with pytest.raises(ValueError, match=r"lacks \['points'\]"):
         theorem.load_sample_efficiency(tmp_path / "other.json")

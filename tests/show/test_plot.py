@@ -187,6 +187,18 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         (STEPS, rand(4, 2, 2)),
         {"highlight": [(1, 0)], "mark": 10, "title": "two layers"},
     ),
+    (
+        "arm_icl_by_kind",
+        "two kinds, two arms",
+        (
+            STEPS,
+            {
+                kind: {"1 layer": rand(3, 4, low=-1.0, high=0.1), "1 layer, smeared": rand(3, 4, low=-3.5)}
+                for kind in ("repeated", "non-repeated")
+            },
+        ),
+        {},
+    ),
     # --- ablation (chapter 7)
     (
         "ablation_effects",

@@ -52,7 +52,7 @@ from lib.show.plot.ocr import (
     ocr_token_layout,
 )
 from lib.show.plot.performance import chapter_times, time_to_phase_change
-from lib.show.plot.smear import arm_loss_curves, smear_sigma_over_training
+from lib.show.plot.smear import arm_icl_by_kind, arm_loss_curves, smear_sigma_over_training
 
 sharp_notebook_figures()  # every chapter imports this package before it draws
 
@@ -86,6 +86,7 @@ __all__ = [
     # smeared keys (chapter 6)
     "arm_loss_curves",
     "smear_sigma_over_training",
+    "arm_icl_by_kind",
     # ablation (chapter 7)
     "ablation_effects",
     "ablation_over_training",

@@ -98,3 +98,27 @@ def smear_sigma_over_training(
         finish_axis(ax, xlabel="training step", title=f"layer {layer}", title_size=MIN_FONT)
     axes[0, 0].set_ylabel("σ(α): weight of the current key\n(1 = plain key, 0 = previous key)")
     return legend_below(fig, axes, title or "What each head learns to put in its keys")
+
+
+def arm_icl_by_kind(
+    steps: Array,
+    curves: Mapping[str, Mapping[str, Array]],
+    *,
+    title: str = "ICL score by kind of late position, mean and range over seeds",
+) -> Figure:
+    """Several arms' ICL scores over training, one panel per kind of late position (chapter 7's mixed task).
+
+    Args:
+        steps: ``(K,)`` checkpoint steps.
+        curves: kind ("repeated", "non-repeated") -> arm name -> ``(S, K)`` ICL scores of ``S`` seeds (late minus
+            early loss, nats; negative = in-context learning).
+    """
+    fig, axes = new_figure(len(curves), 1, width=3.6, height=3.4, sharey=True)
+    x = to_numpy(steps)
+    for ax, (kind, arms) in zip(axes[0], curves.items()):
+        ax.axhline(0.0, color="grey", lw=0.8, ls=":", label="no ICL")
+        for arm, values in arms.items():
+            band(ax, x, values, SMEAR_ARM_COLOURS.get(arm), arm, ls="--" if "smeared" not in arm else "-")
+        finish_axis(ax, xlabel="training step", title=f"late {kind} positions", title_size=MIN_FONT)
+    axes[0, 0].set_ylabel("ICL score (nats; below 0 = ICL)")
+    return legend_below(fig, axes, title)
