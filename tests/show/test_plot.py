@@ -314,6 +314,19 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ),
         {},
     ),
+    (
+        "ocr_ov_blocks",
+        "chapter 2's 2 x 2 blocks, rows of different scales",
+        (
+            {
+                f"{arm}: {block} x subjects": rand(20, 80, low=-1) * scale
+                for block, scale in (("implications", 10.0), ("facts", 0.5))
+                for arm in ("factorized", "merged")
+            },
+            list(range(0, 80, 4)),
+        ),
+        {"ncols": 2, "ylabel": "answer value"},
+    ),
     # --- diagrams (chapters 2, 5 and 7)
     ("output_value_map_diagram", "r = d", (128, 128), {}),
     ("output_value_map_diagram", "low rank", (), {"d": 128, "r": 4}),
@@ -495,6 +508,42 @@ def test_classifier_labels_do_not_overlap() -> None:
     assert len(boxes) == 4, "one shared label per model"
     overlapping = [(i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])]
     assert not overlapping, f"labels {overlapping} overlap"
+    plt.close(fig)
+
+
+def case(name: str, case_id: str) -> Figure:
+    """The figure of one case of :data:`CASES`."""
+    _, _, args, kwargs = next(c for c in CASES if c[:2] == (name, case_id))
+    return getattr(plot, name)(*args, **kwargs)
+
+
+def colour_limits(ax: Axes) -> tuple[float, float]:
+    """``(vmin, vmax)`` of the one image of ``ax``."""
+    (image,) = ax.get_images()
+    return image.get_clim()
+
+
+def test_ov_blocks_one_colour_scale_a_row() -> None:
+    """The panels of a row share one colour scale, centred at zero, ending at the row's largest |value|; one colour
+    bar a row; a row of panels folded onto several lines keeps its one scale."""
+    fig = case("ocr_ov_blocks", "chapter 2's 2 x 2 blocks, rows of different scales")
+    panels = data_axes(fig)
+    _, _, args, _ = next(c for c in CASES if c[1] == "chapter 2's 2 x 2 blocks, rows of different scales")
+    largest = [float(v.abs().max()) for v in args[0].values()]
+    for row in range(2):
+        bound = max(largest[2 * row : 2 * row + 2])
+        for ax in panels[2 * row : 2 * row + 2]:
+            assert colour_limits(ax) == pytest.approx((-bound, bound)), f"row {row}: not the row's one scale"
+    assert colour_limits(panels[0]) != pytest.approx(colour_limits(panels[2])), "each row has its own scale"
+    colour_bars = [inset for ax in panels for inset in ax.child_axes]  # each beside the last panel of its row
+    assert len(colour_bars) == 2, "one colour bar a row"
+    for bar, row_start in zip(colour_bars, (0, 2)):
+        assert bar.get_ylim() == pytest.approx(colour_limits(panels[row_start])), "the bar shows its row's scale"
+    plt.close(fig)
+
+    fig = case("ocr_ov_blocks", "chapter 2's snapshot: 2 x 4 asked, folded to 4 x 2")
+    limits = [colour_limits(ax) for ax in data_axes(fig)]
+    assert len(set(limits[:4])) == 1 and len(set(limits[4:])) == 1, "a folded row keeps one scale"
     plt.close(fig)
 
 
