@@ -327,6 +327,15 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ),
         {"ncols": 2, "ylabel": "answer value"},
     ),
+    (
+        "head_scores_over_training",
+        "chapter 8's two scores, 2 x 8 heads, three highlighted, no window",
+        (
+            list(range(0, 30001, 250)),
+            {n: rand(121, 2, 8) for n in ("previous token", "prefix matching, repeated passage")},
+        ),
+        {"highlight": [(0, 3), (1, 2), (1, 5)]},
+    ),
     # --- diagrams (chapters 2, 5 and 7)
     ("output_value_map_diagram", "r = d", (128, 128), {}),
     ("output_value_map_diagram", "low rank", (), {"d": 128, "r": 4}),
@@ -545,6 +554,49 @@ def test_ov_blocks_one_colour_scale_a_row() -> None:
     limits = [colour_limits(ax) for ax in data_axes(fig)]
     assert len(set(limits[:4])) == 1 and len(set(limits[4:])) == 1, "a folded row keeps one scale"
     plt.close(fig)
+
+
+def test_head_scores_highlight_heads_and_shade_the_window() -> None:
+    """The highlighted heads are drawn thick, in colour, and named in the legend; the others thin and grey; the
+    phase-change window is shaded in every panel; the step ticks are round numbers."""
+    steps, window, highlight = list(range(0, 6101, 100)), (2000, 3500), [(1, 2), (0, 1)]
+    scores = {"prefix matching": rand(62, 2, 4), "copying": rand(62, 2, 4, low=-1)}
+    fig = plot.head_scores_over_training(steps, scores, window=window, highlight=highlight)
+    fig.canvas.draw()
+    for ax in data_axes(fig):
+        thick = [line for line in ax.get_lines() if line.get_linewidth() > 1.5]
+        thin = [line for line in ax.get_lines() if line.get_linewidth() < 1.5 and len(line.get_xdata()) == 62]
+        assert [line.get_label() for line in thick] == ["L1H2", "L0H1"]
+        assert len({line.get_color() for line in thick}) == 2 and len(thin) == 6
+        assert all(line.get_color() == thin[0].get_color() != thick[0].get_color() for line in thin)
+        (shade,) = ax.patches
+        assert shade.get_x() == window[0] and shade.get_x() + shade.get_width() == window[1]
+        ticks = [t for t in ax.get_xticks() if steps[0] <= t <= steps[-1]]
+        assert all(t % 1000 == 0 for t in ticks), f"ticks {ticks} are not round steps"
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["phase change", "other heads", "L1H2", "L0H1"]
+    plt.close(fig)
+
+
+def test_head_scores_highlight_by_default_the_head_whose_first_score_ends_highest() -> None:
+    scores = torch.zeros(3, 2, 4)
+    scores[-1, 1, 3] = 0.9
+    fig = plot.head_scores_over_training([0, 1, 2], {"prefix matching": scores})
+    assert [line.get_label() for line in fig.axes[0].get_lines() if line.get_linewidth() > 1.5] == ["L1H3"]
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"highlight": [(2, 0)]}, "highlight's layer must be an integer in \\[0, 1\\], got 2"),
+        ({"highlight": [(0, 0)] * 7}, "highlight at most 6 heads, got 7"),
+    ],
+)
+def test_head_scores_reject_bad_highlight(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        plot.head_scores_over_training([0, 1], {"copying": rand(2, 2, 3)}, **kwargs)
+    plt.close("all")
 
 
 @pytest.mark.parametrize(

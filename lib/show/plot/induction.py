@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -10,7 +10,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.text import Annotation
 
-from lib.core.heads import head_names
+from lib.core import validate
+from lib.core.heads import head_name, head_names
 from lib.show._common import (
     ICL_SCORE_LABEL,
     MAX_COLUMNS,
@@ -182,42 +183,56 @@ def loss_pca_trajectory(
     return finish_figure(fig)
 
 
-def head_scores_over_training(steps: Array, scores: Mapping[str, Array], *, window: Window | None = None) -> Figure:
-    """Heatmaps, heads (rows) x checkpoints (columns), one panel per score.
+HIGHLIGHT_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+"""Colours of the highlighted heads in :func:`head_scores_over_training`, in the order given (the others are grey)."""
+
+
+def head_scores_over_training(
+    steps: Array,
+    scores: Mapping[str, Array],
+    *,
+    window: Window | None = None,
+    highlight: Iterable[Sequence[int]] | None = None,
+) -> Figure:
+    """Every head's scores over training: one panel per score, stacked on one time axis, one line per head; the
+    highlighted heads (e.g. the induction heads) thick, in colour and named in the legend, the others thin and grey.
 
     Args:
         steps: ``(n_checkpoints,)``.
-        scores: name -> ``(n_checkpoints, n_layers, n_heads)``.
-        window: ``(start, end)`` steps of the phase change, marked with dashed lines at the checkpoints inside.
+        scores: name -> ``(n_checkpoints, n_layers, n_heads)``; at most three.
+        window: ``(start, end)`` steps of the phase change, shaded.
+        highlight: ``(layer, head)`` pairs, at most :data:`HIGHLIGHT_COLOURS` many (default: the head whose first
+            score ends highest).
     """
-    s = to_numpy(steps)
-    rows = max(to_numpy(v).shape[1] * to_numpy(v).shape[2] for v in scores.values())
-    fig, axes = new_figure(1, len(scores), width=7.0, height=1.2 + 0.16 * rows)
-    panels: list[Axes] = list(axes[:, 0])
-    for ax, (name, score) in zip(panels, scores.items()):
-        v = to_numpy(score)
-        n, layers, heads = v.shape
-        grid = v.reshape(n, layers * heads).T
-        lo = -1.0 if grid.min() < 0 else 0.0
-        im = ax.imshow(
-            grid,
-            aspect="auto",
-            cmap="RdBu_r" if lo < 0 else "viridis",
-            vmin=lo,
-            vmax=1.0,
-            interpolation="nearest",
-            extent=(-0.5, n - 0.5, layers * heads - 0.5, -0.5),
-        )
-        ax.set_yticks(range(layers * heads), head_names(layers, heads), fontsize=MIN_FONT)
-        ticks = np.linspace(0, n - 1, min(n, 6)).round().astype(int)
-        ax.set_xticks(ticks, [f"{int(s[t])}" for t in ticks], fontsize=MIN_FONT)
-        if window is not None:
-            inside = np.nonzero((s >= window[0]) & (s <= window[1]))[0]
-            for edge in (inside[0] - 0.5, inside[-1] + 0.5) if len(inside) else ():
-                ax.axvline(edge, color="orange", ls="--", lw=1.2)
-        finish_axis(ax, xlabel="training step" if ax is panels[-1] else None, title=name, title_size=10)
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02).ax.tick_params(labelsize=MIN_FONT)
-    return finish_figure(fig, title="Head scores over training (L = layer, H = head)", title_size=11)
+    x = to_numpy(steps)
+    values = {name: to_numpy(v) for name, v in scores.items()}
+    if not 1 <= len(values) <= MAX_COLUMNS:
+        raise ValueError(f"scores must name 1 to {MAX_COLUMNS} scores, got {len(values)}")
+    first = next(iter(values.values()))
+    _, layers, heads = first.shape
+    if highlight is None:
+        strong = [divmod(int(first[-1].argmax()), heads)]
+    else:
+        strong = [
+            (validate.index("highlight's layer", pair[0], layers), validate.index("highlight's head", pair[1], heads))
+            for pair in highlight
+        ]
+    if len(strong) > len(HIGHLIGHT_COLOURS):
+        raise ValueError(f"highlight at most {len(HIGHLIGHT_COLOURS)} heads, got {len(strong)}")
+    fig, axes = new_figure(1, len(values), width=6.9, height=2.3, sharex=True)
+    for ax, (name, v) in zip(axes[:, 0], values.items()):
+        shade_window(ax, window)
+        if v.min() < 0:
+            ax.axhline(0, color="black", lw=0.8)
+        for head in np.ndindex(layers, heads):
+            if head not in strong:
+                ax.plot(x, v[:, head[0], head[1]], color="0.65", lw=0.8, label="other heads")
+        for head, colour in zip(strong, HIGHLIGHT_COLOURS):
+            ax.plot(x, v[:, head[0], head[1]], color=colour, lw=2.2, label=head_name(head))
+        ax.margins(x=0)
+        finish_axis(ax, title=name, title_size=MIN_FONT, grid="y")
+    axes[-1, 0].set_xlabel("training step")
+    return legend_below(fig, axes, "Head scores over training (L = layer, H = head)")
 
 
 def induction_head_classifier(
