@@ -599,6 +599,19 @@ def test_head_scores_reject_bad_highlight(kwargs: dict[str, Any], match: str) ->
     plt.close("all")
 
 
+def test_ablated_loss_grid_legend_covers_no_panel() -> None:
+    """One legend, below the panels (inside the first panel it covered the curves)."""
+    fig = case("ablated_loss_grid", "chapter 7's four panels, long titles")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    panels = data_axes(fig)
+    assert all(ax.get_legend() is None for ax in panels), "no legend inside a panel"
+    (legend,) = fig.legends
+    box = legend.get_window_extent(renderer)
+    assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in panels), "the legend covers a panel"
+    plt.close(fig)
+
+
 @pytest.mark.parametrize(
     ("name", "args", "match"),
     [
