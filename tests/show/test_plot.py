@@ -507,16 +507,27 @@ def panels_per_row(fig: Figure) -> int:
     return max(sum(1 for o in boxes if o.y0 < b.y1 and b.y0 < o.y1) for b in boxes)
 
 
-def test_classifier_labels_do_not_overlap() -> None:
-    """Heads that sit close together share a label, and each model labels its own side of its points."""
-    name, _, args, kwargs = next(c for c in CASES if c[1] == "chapter 6's four models, heads close together")
-    fig = getattr(plot, name)(*args, **kwargs)
+def test_classifier_names_each_models_induction_heads_below_the_panel() -> None:
+    """No labels beside the points (they piled up where heads crowd into the region): the legend, below the panel,
+    names each model's induction heads, those past both thresholds."""
+    models = {
+        "trained": {"prefix matching": [[0.1, 0.2], [0.9, 0.8]], "copying": [[0.4, 0.9], [0.95, 0.3]]},
+        "two heads": {"prefix matching": [[0.9, 0.76]], "copying": [[0.6, 0.99]]},
+        "control": {"prefix matching": [[0.74, 0.1]], "copying": [[0.9, 0.9]]},
+    }
+    fig = plot.induction_head_classifier(models, 0.75, 0.5)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts]
-    assert len(boxes) == 4, "one shared label per model"
-    overlapping = [(i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])]
-    assert not overlapping, f"labels {overlapping} overlap"
+    (ax,) = data_axes(fig)
+    assert not ax.texts and ax.get_legend() is None
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "induction head region",
+        "trained: induction head L1H0",
+        "two heads: induction heads L0H0, L0H1",
+        "control: no induction head",
+    ]
+    assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer)), "the legend covers data"
     plt.close(fig)
 
 
