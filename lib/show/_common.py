@@ -237,16 +237,31 @@ def legend_below(fig: Figure, axes: np.ndarray, title: str | None) -> Figure:
 
 
 def signed_heatmap(
-    ax: Axes, values: Array, *, title: str = "", xlabel: str = "", ylabel: str = "", colorbar: bool = True
+    ax: Axes,
+    values: Array,
+    *,
+    title: str = "",
+    xlabel: str = "",
+    ylabel: str = "",
+    colorbar: bool = True,
+    bound: float | None = None,
 ) -> AxesImage:
-    """Draw a 2-D array with a red/blue map centred at zero; returns the image."""
+    """Draw a 2-D array with a red/blue map centred at zero, from ``-bound`` to ``bound`` (default: the array's
+    largest ``|value|``; pass one bound to panels that are compared by colour); returns the image."""
     v = to_numpy(values)
-    bound = float(np.abs(v).max()) or 1.0
+    bound = bound or float(np.abs(v).max()) or 1.0
     im = ax.imshow(v, cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -bound, bound), aspect="auto", interpolation="nearest")
     finish_axis(ax, xlabel=xlabel, ylabel=ylabel, title=title)
     if colorbar:
         figure_of(ax).colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     return im
+
+
+def colorbar_beside(ax: Axes, image: AxesImage) -> None:
+    """A colour bar for ``image`` just right of ``ax``, outside it: ``ax`` keeps the width of the other panels of
+    its row (``Figure.colorbar(ax=...)`` would take the room from ``ax`` alone), and ``tight_layout`` makes room."""
+    cax = ax.inset_axes((1.03, 0.0, 0.045, 1.0))
+    figure_of(ax).colorbar(image, cax=cax).ax.tick_params(labelsize=MIN_FONT)
 
 
 def band(ax: Axes, x: np.ndarray, values: Array, colour: str | None, label: str, ls: str = "-") -> None:

@@ -125,8 +125,8 @@ def ocr_checkpoint_figure(
             every model has the same steps.
         train_columns: column indices of the training subjects, marked with a triangle above each panel.
         max_frames: the most checkpoints kept (see :func:`thin`).
-    Colours: red/blue centred at zero, each panel scaled to its own largest ``|value|`` at the step shown (as in
-    :func:`lib.show.plot.ocr_ov_blocks`).
+    Colours: red/blue centred at zero, each panel scaled to its own largest ``|value|`` at the step shown (the
+    static :func:`lib.show.plot.ocr_ov_blocks` shares one scale across a row instead).
     """
     if not blocks:
         raise ValueError("blocks must hold at least one model, got an empty mapping")

@@ -326,6 +326,28 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ),
         {},
     ),
+    (
+        "ocr_ov_blocks",
+        "chapter 2's 2 x 2 blocks, rows of different scales",
+        (
+            {
+                f"{arm}: {block} x subjects": rand(20, 80, low=-1) * scale
+                for block, scale in (("implications", 10.0), ("facts", 0.5))
+                for arm in ("factorized", "merged")
+            },
+            list(range(0, 80, 4)),
+        ),
+        {"ncols": 2, "ylabel": "answer value"},
+    ),
+    (
+        "head_scores_over_training",
+        "chapter 8's two scores, 2 x 8 heads, three highlighted, no window",
+        (
+            list(range(0, 30001, 250)),
+            {n: rand(121, 2, 8) for n in ("previous token", "prefix matching, repeated passage")},
+        ),
+        {"highlight": [(0, 3), (1, 2), (1, 5)]},
+    ),
     # --- diagrams (chapters 2, 5 and 7)
     ("output_value_map_diagram", "r = d", (128, 128), {}),
     ("output_value_map_diagram", "low rank", (), {"d": 128, "r": 4}),
@@ -497,16 +519,119 @@ def panels_per_row(fig: Figure) -> int:
     return max(sum(1 for o in boxes if o.y0 < b.y1 and b.y0 < o.y1) for b in boxes)
 
 
-def test_classifier_labels_do_not_overlap() -> None:
-    """Heads that sit close together share a label, and each model labels its own side of its points."""
-    name, _, args, kwargs = next(c for c in CASES if c[1] == "chapter 6's four models, heads close together")
-    fig = getattr(plot, name)(*args, **kwargs)
+def test_classifier_names_each_models_induction_heads_below_the_panel() -> None:
+    """No labels beside the points (they piled up where heads crowd into the region): the legend, below the panel,
+    names each model's induction heads, those past both thresholds."""
+    models = {
+        "trained": {"prefix matching": [[0.1, 0.2], [0.9, 0.8]], "copying": [[0.4, 0.9], [0.95, 0.3]]},
+        "two heads": {"prefix matching": [[0.9, 0.76]], "copying": [[0.6, 0.99]]},
+        "control": {"prefix matching": [[0.74, 0.1]], "copying": [[0.9, 0.9]]},
+    }
+    fig = plot.induction_head_classifier(models, 0.75, 0.5)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts]
-    assert len(boxes) == 4, "one shared label per model"
-    overlapping = [(i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])]
-    assert not overlapping, f"labels {overlapping} overlap"
+    (ax,) = data_axes(fig)
+    assert not ax.texts and ax.get_legend() is None
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "induction head region",
+        "trained: induction head L1H0",
+        "two heads: induction heads L0H0, L0H1",
+        "control: no induction head",
+    ]
+    assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer)), "the legend covers data"
+    plt.close(fig)
+
+
+def case(name: str, case_id: str) -> Figure:
+    """The figure of one case of :data:`CASES`."""
+    _, _, args, kwargs = next(c for c in CASES if c[:2] == (name, case_id))
+    return getattr(plot, name)(*args, **kwargs)
+
+
+def colour_limits(ax: Axes) -> tuple[float, float]:
+    """``(vmin, vmax)`` of the one image of ``ax``."""
+    (image,) = ax.get_images()
+    return image.get_clim()
+
+
+def test_ov_blocks_one_colour_scale_a_row() -> None:
+    """The panels of a row share one colour scale, centred at zero, ending at the row's largest |value|; one colour
+    bar a row; a row of panels folded onto several lines keeps its one scale."""
+    fig = case("ocr_ov_blocks", "chapter 2's 2 x 2 blocks, rows of different scales")
+    panels = data_axes(fig)
+    _, _, args, _ = next(c for c in CASES if c[1] == "chapter 2's 2 x 2 blocks, rows of different scales")
+    largest = [float(v.abs().max()) for v in args[0].values()]
+    for row in range(2):
+        bound = max(largest[2 * row : 2 * row + 2])
+        for ax in panels[2 * row : 2 * row + 2]:
+            assert colour_limits(ax) == pytest.approx((-bound, bound)), f"row {row}: not the row's one scale"
+    assert colour_limits(panels[0]) != pytest.approx(colour_limits(panels[2])), "each row has its own scale"
+    colour_bars = [inset for ax in panels for inset in ax.child_axes]  # each beside the last panel of its row
+    assert len(colour_bars) == 2, "one colour bar a row"
+    for bar, row_start in zip(colour_bars, (0, 2)):
+        assert bar.get_ylim() == pytest.approx(colour_limits(panels[row_start])), "the bar shows its row's scale"
+    plt.close(fig)
+
+    fig = case("ocr_ov_blocks", "chapter 2's snapshot: 2 x 4 asked, folded to 4 x 2")
+    limits = [colour_limits(ax) for ax in data_axes(fig)]
+    assert len(set(limits[:4])) == 1 and len(set(limits[4:])) == 1, "a folded row keeps one scale"
+    plt.close(fig)
+
+
+def test_head_scores_highlight_heads_and_shade_the_window() -> None:
+    """The highlighted heads are drawn thick, in colour, and named in the legend; the others thin and grey; the
+    phase-change window is shaded in every panel; the step ticks are round numbers."""
+    steps, window, highlight = list(range(0, 6101, 100)), (2000, 3500), [(1, 2), (0, 1)]
+    scores = {"prefix matching": rand(62, 2, 4), "copying": rand(62, 2, 4, low=-1)}
+    fig = plot.head_scores_over_training(steps, scores, window=window, highlight=highlight)
+    fig.canvas.draw()
+    for ax in data_axes(fig):
+        thick = [line for line in ax.get_lines() if line.get_linewidth() > 1.5]
+        thin = [line for line in ax.get_lines() if line.get_linewidth() < 1.5 and len(line.get_xdata()) == 62]
+        assert [line.get_label() for line in thick] == ["L1H2", "L0H1"]
+        assert len({line.get_color() for line in thick}) == 2 and len(thin) == 6
+        assert all(line.get_color() == thin[0].get_color() != thick[0].get_color() for line in thin)
+        (shade,) = ax.patches
+        assert shade.get_x() == window[0] and shade.get_x() + shade.get_width() == window[1]
+        ticks = [t for t in ax.get_xticks() if steps[0] <= t <= steps[-1]]
+        assert all(t % 1000 == 0 for t in ticks), f"ticks {ticks} are not round steps"
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["phase change", "other heads", "L1H2", "L0H1"]
+    plt.close(fig)
+
+
+def test_head_scores_highlight_by_default_the_head_whose_first_score_ends_highest() -> None:
+    scores = torch.zeros(3, 2, 4)
+    scores[-1, 1, 3] = 0.9
+    fig = plot.head_scores_over_training([0, 1, 2], {"prefix matching": scores})
+    assert [line.get_label() for line in fig.axes[0].get_lines() if line.get_linewidth() > 1.5] == ["L1H3"]
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"highlight": [(2, 0)]}, "highlight's layer must be an integer in \\[0, 1\\], got 2"),
+        ({"highlight": [(0, 0)] * 7}, "highlight at most 6 heads, got 7"),
+    ],
+)
+def test_head_scores_reject_bad_highlight(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        plot.head_scores_over_training([0, 1], {"copying": rand(2, 2, 3)}, **kwargs)
+    plt.close("all")
+
+
+def test_ablated_loss_grid_legend_covers_no_panel() -> None:
+    """One legend, below the panels (inside the first panel it covered the curves)."""
+    fig = case("ablated_loss_grid", "chapter 7's four panels, long titles")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    panels = data_axes(fig)
+    assert all(ax.get_legend() is None for ax in panels), "no legend inside a panel"
+    (legend,) = fig.legends
+    box = legend.get_window_extent(renderer)
+    assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in panels), "the legend covers a panel"
     plt.close(fig)
 
 

@@ -17,6 +17,7 @@ from lib.show._common import (
     figure_of,
     finish_axis,
     finish_figure,
+    legend_below,
     new_figure,
     shade_window,
     step_edges,
@@ -161,19 +162,21 @@ def ablated_loss_along_sequence(
 def ablated_loss_grid(
     panels: Sequence[tuple[Array, Array, str]], *, period: int | None = None, ncols: int = 2
 ) -> Figure:
-    """Several :func:`ablated_loss_along_sequence` panels (clean, ablated, title) in a grid, one legend.
+    """Several :func:`ablated_loss_along_sequence` panels (clean, ablated, title) in a grid, one legend below them
+    (inside the first panel it covered that panel's curves).
 
     The explorer's static twin.
     """
     nrows = -(-len(panels) // ncols)
-    fig, axes = new_figure(ncols, nrows, width=5.0, height=2.8, sharey=True)
+    fig, axes = new_figure(ncols, nrows, width=5.0, height=3.3, sharey=True)  # the legend below takes ~0.7 inch
     cells: list[Axes] = list(axes.flat)
-    for ax, (clean, ablated, title) in zip(cells, panels):
+    for i, (ax, (clean, ablated, title)) in enumerate(zip(cells, panels)):
         ablated_loss_along_sequence(clean, ablated, period=period, title=title, ax=ax)
-    for ax in cells[len(panels) :]:
-        ax.set_visible(False)
-    for ax in cells[1:]:
         legend = ax.get_legend()
         if legend is not None:
             legend.remove()
-    return finish_figure(fig)
+        if i % ncols:
+            ax.set_ylabel("")  # the y axis is shared: labelled on the left column only
+    for ax in cells[len(panels) :]:
+        ax.set_visible(False)
+    return legend_below(fig, axes, None)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
+import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.text import Annotation
 
-from lib.core.heads import head_names
+from lib.core import validate
+from lib.core.heads import head_name
+from lib.induction.scores import is_induction_head
 from lib.show._common import (
     ICL_SCORE_LABEL,
     MAX_COLUMNS,
@@ -182,42 +184,56 @@ def loss_pca_trajectory(
     return finish_figure(fig)
 
 
-def head_scores_over_training(steps: Array, scores: Mapping[str, Array], *, window: Window | None = None) -> Figure:
-    """Heatmaps, heads (rows) x checkpoints (columns), one panel per score.
+HIGHLIGHT_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+"""Colours of the highlighted heads in :func:`head_scores_over_training`, in the order given (the others are grey)."""
+
+
+def head_scores_over_training(
+    steps: Array,
+    scores: Mapping[str, Array],
+    *,
+    window: Window | None = None,
+    highlight: Iterable[Sequence[int]] | None = None,
+) -> Figure:
+    """Every head's scores over training: one panel per score, stacked on one time axis, one line per head; the
+    highlighted heads (e.g. the induction heads) thick, in colour and named in the legend, the others thin and grey.
 
     Args:
         steps: ``(n_checkpoints,)``.
-        scores: name -> ``(n_checkpoints, n_layers, n_heads)``.
-        window: ``(start, end)`` steps of the phase change, marked with dashed lines at the checkpoints inside.
+        scores: name -> ``(n_checkpoints, n_layers, n_heads)``; at most three.
+        window: ``(start, end)`` steps of the phase change, shaded.
+        highlight: ``(layer, head)`` pairs, at most :data:`HIGHLIGHT_COLOURS` many (default: the head whose first
+            score ends highest).
     """
-    s = to_numpy(steps)
-    rows = max(to_numpy(v).shape[1] * to_numpy(v).shape[2] for v in scores.values())
-    fig, axes = new_figure(1, len(scores), width=7.0, height=1.2 + 0.16 * rows)
-    panels: list[Axes] = list(axes[:, 0])
-    for ax, (name, score) in zip(panels, scores.items()):
-        v = to_numpy(score)
-        n, layers, heads = v.shape
-        grid = v.reshape(n, layers * heads).T
-        lo = -1.0 if grid.min() < 0 else 0.0
-        im = ax.imshow(
-            grid,
-            aspect="auto",
-            cmap="RdBu_r" if lo < 0 else "viridis",
-            vmin=lo,
-            vmax=1.0,
-            interpolation="nearest",
-            extent=(-0.5, n - 0.5, layers * heads - 0.5, -0.5),
-        )
-        ax.set_yticks(range(layers * heads), head_names(layers, heads), fontsize=MIN_FONT)
-        ticks = np.linspace(0, n - 1, min(n, 6)).round().astype(int)
-        ax.set_xticks(ticks, [f"{int(s[t])}" for t in ticks], fontsize=MIN_FONT)
-        if window is not None:
-            inside = np.nonzero((s >= window[0]) & (s <= window[1]))[0]
-            for edge in (inside[0] - 0.5, inside[-1] + 0.5) if len(inside) else ():
-                ax.axvline(edge, color="orange", ls="--", lw=1.2)
-        finish_axis(ax, xlabel="training step" if ax is panels[-1] else None, title=name, title_size=10)
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02).ax.tick_params(labelsize=MIN_FONT)
-    return finish_figure(fig, title="Head scores over training (L = layer, H = head)", title_size=11)
+    x = to_numpy(steps)
+    values = {name: to_numpy(v) for name, v in scores.items()}
+    if not 1 <= len(values) <= MAX_COLUMNS:
+        raise ValueError(f"scores must name 1 to {MAX_COLUMNS} scores, got {len(values)}")
+    first = next(iter(values.values()))
+    _, layers, heads = first.shape
+    if highlight is None:
+        strong = [divmod(int(first[-1].argmax()), heads)]
+    else:
+        strong = [
+            (validate.index("highlight's layer", pair[0], layers), validate.index("highlight's head", pair[1], heads))
+            for pair in highlight
+        ]
+    if len(strong) > len(HIGHLIGHT_COLOURS):
+        raise ValueError(f"highlight at most {len(HIGHLIGHT_COLOURS)} heads, got {len(strong)}")
+    fig, axes = new_figure(1, len(values), width=6.9, height=2.3, sharex=True)
+    for ax, (name, v) in zip(axes[:, 0], values.items()):
+        shade_window(ax, window)
+        if v.min() < 0:
+            ax.axhline(0, color="black", lw=0.8)
+        for head in np.ndindex(layers, heads):
+            if head not in strong:
+                ax.plot(x, v[:, head[0], head[1]], color="0.65", lw=0.8, label="other heads")
+        for head, colour in zip(strong, HIGHLIGHT_COLOURS):
+            ax.plot(x, v[:, head[0], head[1]], color=colour, lw=2.2, label=head_name(head))
+        ax.margins(x=0)
+        finish_axis(ax, title=name, title_size=MIN_FONT, grid="y")
+    axes[-1, 0].set_xlabel("training step")
+    return legend_below(fig, axes, "Head scores over training (L = layer, H = head)")
 
 
 def induction_head_classifier(
@@ -225,92 +241,40 @@ def induction_head_classifier(
 ) -> Figure:
     """Prefix matching (x) vs. copying (y) for every head of several models, with the induction-head region.
 
+    The legend, below the panel, names each model's induction heads (:func:`lib.induction.scores.is_induction_head`):
+    labels beside the points piled up where the heads of several models crowd into the region's corner.
+
     Args:
         models: model name -> ``{"prefix matching": (layers, heads), "copying": (layers, heads)}``; at most four.
         threshold, copying_threshold: an induction head scores at least these on prefix matching and on copying.
     """
-    fig, axes = new_figure(1, 1, width=6.4, height=4.4)
+    fig, axes = new_figure(1, 1, width=6.4, height=5.2)  # the legend below takes about an inch
     ax: Axes = axes[0, 0]
-    ymin = (copying_threshold + 1.05) / 2.1  # the y axis spans [-1.05, 1.05]
-    ax.axvspan(threshold, 1.02, ymin=ymin, ymax=1.0, color="tab:green", alpha=0.12, label="induction head region")
+    ax.fill_between(
+        [threshold, 1.02], copying_threshold, 1.05, color="tab:green", alpha=0.12, lw=0, label="induction head region"
+    )
     ax.axvline(threshold, color="tab:green", ls="--", lw=1)
     ax.axhline(copying_threshold, color="tab:green", ls="--", lw=1)
     ax.axhline(0, color="black", lw=0.8)
-    markers = ["o", "s", "^", "D"]
-    # Each model's labels go to its own side of the points, and heads of one model that sit close together
-    # share one label ("L1H0, L1H2"), so that labels do not overlap.
-    offsets = [(5, 4), (5, -11), (-5, 4), (-5, -11)]
-    for (name, scores), marker, (dx, dy) in zip(models.items(), markers, offsets):
+    for (name, scores), marker in zip(models.items(), ["o", "s", "^", "D"]):
         p, c = to_numpy(scores["prefix matching"]), to_numpy(scores["copying"])
-        points = ax.scatter(p.ravel(), c.ravel(), marker=marker, s=45, label=name, alpha=0.85)
-        layers, heads = p.shape
-        for names, (x, y) in _nearby_groups(head_names(layers, heads), p.ravel(), c.ravel()):
-            ax.annotate(
-                ", ".join(names),
-                (x, y),
-                fontsize=MIN_FONT,
-                xytext=(dx, dy),
-                textcoords="offset points",
-                ha="left" if dx > 0 else "right",
-                color=points.get_facecolor()[0],
-                zorder=5,  # above every model's markers
-            )
+        found = is_induction_head(torch.as_tensor(p), torch.as_tensor(c), threshold, copying_threshold)
+        heads = [head_name((layer, head)) for layer, head in found.nonzero().tolist()]
+        label = f"{name}: no induction head"
+        if heads:
+            label = f"{name}: induction head{'s' if len(heads) > 1 else ''} {', '.join(heads)}"
+        ax.scatter(p.ravel(), c.ravel(), marker=marker, s=45, label=label, alpha=0.85)
+    lowest = min(float(to_numpy(scores["copying"]).min()) for scores in models.values())
     ax.set_xlim(-0.02, 1.02)
-    ax.set_ylim(-1.05, 1.05)
+    ax.set_ylim(min(lowest, 0.0) - 0.05, 1.05)  # copying spans [-1, 1]: show the negative half only when used
     finish_axis(
         ax,
         xlabel="prefix-matching score",
         ylabel="copying score",
         title="Induction head = high prefix matching and high copying",
         title_size=10,
-        legend=True,
-        legend_loc="lower left",
     )
-    fig = finish_figure(fig)
-    _separate_labels(ax)
-    return fig
-
-
-def _separate_labels(ax: Axes, *, step: float = 9.0, tries: int = 12) -> None:
-    """Move the axes' annotations so that none leaves the axes or overlaps an earlier one: a label that would
-    cross the right edge goes to the left of its point, one that overlaps is pushed down ``step`` points at a
-    time (at most ``tries`` times)."""
-    fig = figure_of(ax)
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    frame = ax.get_window_extent(renderer)
-    placed: list = []
-    for label in [t for t in ax.texts if isinstance(t, Annotation)]:
-        dx, dy = label.get_position()
-        box = label.get_window_extent(renderer)
-        if box.x1 > frame.x1:
-            label.set_horizontalalignment("right")
-            label.set_position((-abs(dx), dy))
-        for _ in range(tries):
-            box = label.get_window_extent(renderer)
-            if box.y1 > frame.y1:
-                dy -= step
-            elif any(box.overlaps(other) for other in placed):
-                dy -= step
-            else:
-                break
-            label.set_position((label.get_position()[0], dy))
-        placed.append(label.get_window_extent(renderer))
-
-
-def _nearby_groups(
-    names: Sequence[str], x: np.ndarray, y: np.ndarray, *, dx: float = 0.1, dy: float = 0.16
-) -> list[tuple[list[str], tuple[float, float]]]:
-    """Points within ``dx`` and ``dy`` of a group's first point join that group: ``(names, first point)`` each,
-    at most four names a label (the rest as "+k")."""
-    groups: list[tuple[list[str], tuple[float, float]]] = []
-    for name, px, py in zip(names, x.tolist(), y.tolist()):
-        for members, (gx, gy) in groups:
-            if abs(px - gx) <= dx and abs(py - gy) <= dy:
-                members.append(name)
-                break
-        else:
-            groups.append(([name], (px, py)))
-    return [(m if len(m) <= 4 else [*m[:3], f"+{len(m) - 3}"], at) for m, at in groups]
+    return legend_below(fig, axes, None)
 
 
 def attention_pattern(

@@ -17,6 +17,7 @@ from lib.show._common import (
     MIN_FONT,
     Array,
     band,
+    colorbar_beside,
     finish_axis,
     finish_figure,
     new_figure,
@@ -232,13 +233,15 @@ def ocr_ov_blocks(
     title: str = "",
     ncols: int | None = None,
 ) -> Figure:
-    """Heatmaps of output-value blocks (rows: answer values, columns: subjects), one panel per entry.
+    """Heatmaps of output-value blocks (rows: answer values, columns: subjects), one panel per entry, the panels of a
+    row on one colour scale (red/blue, centred at zero) with one colour bar, so that they can be compared by colour.
 
     Args:
         blocks: panel title -> ``(rows, n_subjects)`` matrix, columns already in display order.
         train_columns: column indices to mark as training subjects.
         ncols: panels a row (default: all in one row); more than :data:`~lib.show._common.MAX_COLUMNS` are
-            folded, each row into rows of at most that many, e.g. 2 x 4 panels into 4 x 2.
+            folded, each row into rows of at most that many, e.g. 2 x 4 panels into 4 x 2. A folded row keeps
+            one colour scale, its colour bar shown on each of its lines.
     """
     asked = ncols or len(blocks)
     # More than MAX_COLUMNS panels a row do not fit the page column: each asked-for row is folded into
@@ -249,14 +252,29 @@ def ocr_ov_blocks(
     nrows = max(row for row, _ in cells) + 1
     fig, axes = new_figure(ncols=per_row, nrows=nrows, width=5.2, height=3.2)
     marks = to_numpy(train_columns).astype(int)
-    panels: list[Axes] = [axes[row, col] for row, col in cells]
-    for ax, (name, block) in zip(panels, blocks.items()):
-        signed_heatmap(ax, block, title=name, xlabel=xlabel, ylabel=ylabel)
+    values = [to_numpy(block) for block in blocks.values()]
+    bounds = [max(float(np.abs(v).max()) for v in values[i : i + asked]) for i in range(0, len(values), asked)]
+    last_in_row = {row: col for row, col in cells}  # cells run left to right: the last one of each row wins
+    filled = set(cells)
+    for i, ((row, col), name, v) in enumerate(zip(cells, blocks, values)):
+        ax: Axes = axes[row, col]
+        # axis labels once: the y label on the left column, the x label under the lowest panel of each column
+        im = signed_heatmap(
+            ax,
+            v,
+            title=name,
+            xlabel="" if (row + 1, col) in filled else xlabel,
+            ylabel="" if col else ylabel,
+            colorbar=False,
+            bound=bounds[i // asked],
+        )
         ax.set_xticks([])
         ax.set_yticks([])
         ax.plot(marks, np.full(len(marks), -0.9), "v", color="black", ms=3, clip_on=False)
         ax.xaxis.label.set_fontsize(MIN_FONT)
-    for ax in set(axes.flat) - set(panels):
+        if col == last_in_row[row]:
+            colorbar_beside(ax, im)
+    for ax in set(axes.flat) - {axes[cell] for cell in filled}:
         ax.axis("off")
     return finish_figure(fig, title=title)
 
