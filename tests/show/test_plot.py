@@ -213,6 +213,19 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         {"title": "removing heads"},
     ),
     (
+        "ablation_effects",
+        "chapter 7's ten ablations, three panels",
+        (
+            [*(f"L{layer}H{head}" for layer in range(2) for head in range(4)), "all of layer 1", "all of layer 0"],
+            {
+                "share of ICL score removed": {"full": rand(10), "pattern-preserving": rand(10, low=-0.1)},
+                "loss change, repeated tokens (nats)": {"full": rand(10, high=3), "pattern-preserving": rand(10)},
+                "loss change, first-seen tokens (nats)": {"full": rand(10), "pattern-preserving": rand(10, low=-1)},
+            },
+        ),
+        {"title": "Removing heads from the trained two-layer model"},
+    ),
+    (
         "ablation_over_training",
         "two kinds",
         (STEPS, {"full": rand(4, 3, low=-1), "pattern-preserving": rand(4, 3, low=-1)}, HEAD_NAMES),
@@ -632,6 +645,24 @@ def test_ablated_loss_grid_legend_covers_no_panel() -> None:
     (legend,) = fig.legends
     box = legend.get_window_extent(renderer)
     assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in panels), "the legend covers a panel"
+    plt.close(fig)
+
+
+def test_ablation_effects_panels_keep_apart_and_legend_below() -> None:
+    """Each panel's texts (title, tick labels) stay clear of the other panels (as y-labels, the long names ran into
+    each other), and one legend sits below the panels, covering none."""
+    fig = case("ablation_effects", "chapter 7's ten ablations, three panels")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    panels = data_axes(fig)
+    boxes = [ax.get_tightbbox(renderer) for ax in panels]  # the panel with every text drawn for it
+    for i, box in enumerate(boxes):
+        assert not any(box.overlaps(other) for other in boxes[:i]), f"panel {i}'s texts run into another panel"
+    assert all(ax.get_legend() is None for ax in panels), "no legend inside a panel"
+    (legend,) = fig.legends
+    legend_box = legend.get_window_extent(renderer)
+    assert not any(legend_box.overlaps(box) for box in boxes), "the legend covers a panel"
+    assert [t.get_text() for t in legend.get_texts()] == ["full ablation", "pattern-preserving ablation"]
     plt.close(fig)
 
 

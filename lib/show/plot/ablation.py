@@ -29,13 +29,16 @@ ABLATION_COLOURS = {"full": "tab:red", "pattern-preserving": "tab:blue"}
 
 
 def ablation_effects(names: Sequence[str], panels: Mapping[str, Mapping[str, Array]], *, title: str = "") -> Figure:
-    """Grouped bars, one group per ablation and one bar per ablation kind, in stacked panels.
+    """Grouped bars, one group per ablation and one bar per ablation kind, in stacked panels, one legend below them.
+
+    Each panel says what it shows in its title, which has the figure's width (as y-labels, long names ran into the
+    next panel's); the legend sits below the panels, where it covers no bar.
 
     Args:
         names: ``n`` ablation labels (e.g. ``"L1H2"``, ``"all of layer 1"``).
-        panels: panel y-label -> kind -> ``(n,)`` values, e.g. ``{"share of ICL score removed": {"full": ..., ...}}``.
+        panels: panel title -> kind -> ``(n,)`` values, e.g. ``{"share of ICL score removed": {"full": ..., ...}}``.
     """
-    fig, axes = new_figure(1, len(panels), width=max(7.0, 0.62 * len(names)), height=2.5, sharex=True)
+    fig, axes = new_figure(1, len(panels), width=max(7.0, 0.62 * len(names)), height=2.3, sharex=True)
     x = np.arange(len(names))
     for ax, (label, by_kind) in zip(axes[:, 0], panels.items()):
         width = 0.8 / len(by_kind)
@@ -45,13 +48,13 @@ def ablation_effects(names: Sequence[str], panels: Mapping[str, Mapping[str, Arr
                 to_numpy(values),
                 width * 0.92,
                 color=ABLATION_COLOURS.get(kind),
-                label=kind,
+                label=f"{kind} ablation",
             )
         ax.axhline(0, color="black", lw=0.8)
-        finish_axis(ax, ylabel=label, label_size=MIN_FONT, grid="y")
-    axes[0, 0].legend(fontsize=MIN_FONT, title="ablation", title_fontsize=MIN_FONT)
+        finish_axis(ax, title=label, title_size=MIN_FONT, grid="y")
     axes[-1, 0].set_xticks(x, names, fontsize=MIN_FONT, rotation=30, ha="right")
-    return finish_figure(fig, title=title, title_size=11)
+    finish_axis(axes[-1, 0], xlabel="heads removed", label_size=MIN_FONT)
+    return legend_below(fig, axes, title)
 
 
 def ablation_over_training(
