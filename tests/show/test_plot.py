@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from matplotlib.axes import Axes
+from matplotlib.colors import same_color
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
@@ -234,8 +235,8 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
     (
         "icl_with_heads_removed",
         "styled",
-        (STEPS, {"intact": rand(4, low=-4), "induction heads removed": rand(4, low=-1)}),
-        {"window": WINDOW, "styles": {"intact": {"color": "black", "lw": 2}}},
+        (STEPS, rand(4, low=-4), {"induction heads removed": rand(4, low=-1), "layer 0 removed": rand(4, low=-1)}),
+        {"window": WINDOW, "styles": {"layer 0 removed": {"color": "tab:red", "ls": "--"}}},
     ),
     (
         "ablated_loss_along_sequence",
@@ -663,6 +664,20 @@ def test_ablation_effects_panels_keep_apart_and_legend_below() -> None:
     legend_box = legend.get_window_extent(renderer)
     assert not any(legend_box.overlaps(box) for box in boxes), "the legend covers a panel"
     assert [t.get_text() for t in legend.get_texts()] == ["full ablation", "pattern-preserving ablation"]
+    plt.close(fig)
+
+
+def test_icl_with_heads_removed_draws_the_intact_model_black() -> None:
+    """The intact curve is thick and black without being asked (the captions of chapter 7 say so); the others keep
+    their styles or take the colour cycle."""
+    fig = case("icl_with_heads_removed", "styled")
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines() if not line.get_label().startswith("_")}
+    assert list(lines) == ["intact", "induction heads removed", "layer 0 removed"]
+    assert same_color(lines["intact"].get_color(), "black") and lines["intact"].get_linewidth() == 2
+    assert same_color(lines["induction heads removed"].get_color(), "C0"), "the first colour of the cycle"
+    assert (
+        same_color(lines["layer 0 removed"].get_color(), "tab:red") and lines["layer 0 removed"].get_linestyle() == "--"
+    )
     plt.close(fig)
 
 

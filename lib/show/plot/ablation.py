@@ -96,24 +96,28 @@ def ablation_over_training(
 
 def icl_with_heads_removed(
     steps: Array,
-    curves: Mapping[str, Array],
+    intact: Array,
+    removed: Mapping[str, Array],
     *,
     window: Window | None = None,
     styles: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Figure:
-    """The ICL score over training, for the intact model and with groups of heads removed.
+    """The ICL score over training, for the intact model (a thick black line, as in every figure of chapter 7) and
+    with groups of heads removed.
 
     Args:
         steps: ``(n_checkpoints,)``.
-        curves: label -> ``(n_checkpoints,)`` ICL scores (negative = in-context learning).
-        styles: label -> keyword arguments of ``Axes.plot``.
+        intact: ``(n_checkpoints,)`` ICL scores of the intact model (negative = in-context learning).
+        removed: label -> ``(n_checkpoints,)`` ICL scores with those heads removed.
+        styles: label of ``removed`` -> keyword arguments of ``Axes.plot`` (default: the next colour of the cycle).
     """
     fig, axes = new_figure(1, 1, width=7.0, height=3.6)
     ax: Axes = axes[0, 0]
     x = to_numpy(steps)
     shade_window(ax, window)
     ax.axhline(0, color="black", lw=0.8)
-    for label, values in curves.items():
+    ax.plot(x, to_numpy(intact), label="intact", color="black", lw=2)
+    for label, values in removed.items():
         ax.plot(x, to_numpy(values), label=label, **(styles or {}).get(label, {}))
     finish_axis(
         ax,
