@@ -125,8 +125,10 @@ def ocr_checkpoint_figure(
             every model has the same steps.
         train_columns: column indices of the training subjects, marked with a triangle above each panel.
         max_frames: the most checkpoints kept (see :func:`thin`).
-    Colours: red/blue centred at zero, each panel scaled to its own largest ``|value|`` at the step shown (the
-    static :func:`lib.show.plot.ocr_ov_blocks` shares one scale across a row instead).
+    Colours: red/blue centred at zero, one scale a model for all its frames, from minus to plus its largest
+    ``|value|`` over the checkpoints kept, as the static twin (:func:`lib.show.plot.ocr_ov_blocks` with a model's
+    snapshots on one row): a colour means the same value at every step of the slider. The frames carry only the
+    blocks; the scale is set once, on the figure's traces.
     """
     if not blocks:
         raise ValueError("blocks must hold at least one model, got an empty mapping")
@@ -142,15 +144,15 @@ def ocr_checkpoint_figure(
     fig = make_subplots(rows=len(arms), cols=1, subplot_titles=arms, vertical_spacing=0.16)
 
     def heatmaps(step: int) -> list[go.Heatmap]:
-        blocks_now = [_compact(blocks[arm][step]) for arm in arms]
-        bounds = [float(np.abs(z).max()) or 1.0 for z in blocks_now]
-        return [go.Heatmap(z=z, zmin=-bound, zmax=bound) for z, bound in zip(blocks_now, bounds)]
+        return [go.Heatmap(z=_compact(blocks[arm][step])) for arm in arms]
 
-    for i, trace in enumerate(heatmaps(steps[-1])):
+    bounds = [max(float(np.abs(to_numpy(blocks[arm][s])).max()) for s in steps) or 1.0 for arm in arms]
+    for i, (trace, bound) in enumerate(zip(heatmaps(steps[-1]), bounds)):
         fig.add_trace(trace, row=i + 1, col=1)
         domain = fig.get_subplot(i + 1, 1).yaxis.domain
         fig.data[-1].update(
-            zmid=0.0,
+            zmin=-bound,
+            zmax=bound,
             colorscale="RdBu_r",
             colorbar={"len": domain[1] - domain[0], "y": domain[1], "yanchor": "top", "thickness": 12},
             hovertemplate="subject column %{x}<br>value row %{y}<br>%{z:.3f}<extra></extra>",

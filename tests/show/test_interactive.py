@@ -57,15 +57,29 @@ def test_ocr_figure_slides_over_checkpoints_of_both_models():
     assert steps == [0, 500, 1000, 1500, 2000]
     assert [s["label"] for s in fig.layout.sliders[0].steps] == [str(s) for s in steps]
     assert fig.layout.sliders[0].active == len(steps) - 1
-    # a frame carries the block of each model at its step, scaled to its own largest |value|
+    # a frame carries the block of each model at its step
     for step in (0, 1500):
         frame = frame_named(fig, step)
         for trace, arm in zip(frame.data, blocks):
             np.testing.assert_allclose(np.asarray(trace.z), blocks[arm][step], rtol=1e-6)
-            assert trace.zmax == pytest.approx(np.abs(blocks[arm][step]).max(), rel=1e-6) == -trace.zmin
     # the figure opens at the last step, with the training columns marked above each panel
     np.testing.assert_allclose(np.asarray(fig.data[0].z), blocks["factorized"][2000], rtol=1e-6)
     assert list(fig.data[1].x) == list(range(0, 80, 4))
+
+
+def test_ocr_figure_one_colour_scale_a_model_along_the_slider():
+    """Each model's panel keeps one scale, centred at zero, at every step of the slider (as its static twin, one
+    scale a row): the largest |value| over the checkpoints kept, here an early one; no frame resets it."""
+    blocks = ocr_blocks()
+    blocks["merged"][500] = blocks["merged"][500] * 100  # the merged model's largest values come early
+    fig = interactive.ocr_checkpoint_figure(blocks, np.arange(0, 80, 4), max_frames=5)
+    heat = [trace for trace in fig.data if trace.type == "heatmap"]
+    kept = [int(f.name) for f in fig.frames]
+    for trace, arm in zip(heat, blocks):
+        bound = max(np.abs(blocks[arm][s]).max() for s in kept)
+        assert trace.zmax == pytest.approx(bound, rel=1e-6) and trace.zmin == -trace.zmax, arm
+    assert heat[0].zmax != pytest.approx(heat[1].zmax), "each model has its own scale"
+    assert all(t.zmin is None and t.zmax is None for f in fig.frames for t in f.data), "a frame rescales its panel"
 
 
 def test_ocr_figure_rejects_models_with_different_steps():
