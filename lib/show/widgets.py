@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from lib.core.heads import head_names, parse_head_name
 from lib.show import plot
-from lib.show._common import Array
+from lib.show._common import Array, to_numpy
 
 
 def figure_explorer(draw: Callable[..., Figure], controls: Mapping[str, widgets.Widget]) -> widgets.VBox:
@@ -40,7 +40,8 @@ def figure_explorer(draw: Callable[..., Figure], controls: Mapping[str, widgets.
 def ocr_checkpoint_explorer(
     blocks: Mapping[str, Mapping[int, Array]], train_columns: Array, **plot_kwargs: Any
 ) -> widgets.VBox:
-    """Chapter 2: a slider over training checkpoints and a factorized/merged toggle, redrawing the heatmap.
+    """Chapter 2: a slider over training checkpoints and a factorized/merged toggle, redrawing the heatmap on one
+    colour scale per model over all its checkpoints (as its browser-side and static twins draw it).
 
     Args:
         blocks: arm -> step -> ``(rows, n_subjects)`` output-value block (columns in display order).
@@ -48,12 +49,15 @@ def ocr_checkpoint_explorer(
         plot_kwargs: keyword arguments of :func:`lib.show.plot.ocr_ov_blocks` (labels, title).
     """
     steps = sorted(next(iter(blocks.values())))
+    bounds = {arm: max(float(np.abs(to_numpy(b)).max()) for b in by_step.values()) for arm, by_step in blocks.items()}
     controls = {
         "arm": widgets.ToggleButtons(options=list(blocks), description="model"),
         "step": widgets.SelectionSlider(options=steps, value=steps[-1], description="step", continuous_update=False),
     }
     return figure_explorer(
-        lambda arm, step: plot.ocr_ov_blocks({f"{arm}, step {step}": blocks[arm][step]}, train_columns, **plot_kwargs),
+        lambda arm, step: plot.ocr_ov_blocks(
+            {f"{arm}, step {step}": blocks[arm][step]}, train_columns, bound=bounds[arm], **plot_kwargs
+        ),
         controls,
     )
 

@@ -593,6 +593,24 @@ def test_ov_blocks_one_colour_scale_a_row() -> None:
     plt.close(fig)
 
 
+def test_ov_blocks_fixed_bound_and_the_widget_keeps_one_scale_per_model(monkeypatch) -> None:
+    """``bound`` fixes every row's scale; chapter 2's kernel widget passes each model's largest |value| over all its
+    checkpoints, so its colours mean the same at every step of the slider."""
+    from lib.show import widgets
+
+    fig = plot.ocr_ov_blocks({"a": rand(3, 4, low=-1), "b": rand(3, 4, low=-1)}, [0], bound=7.0)
+    assert all(colour_limits(ax) == pytest.approx((-7.0, 7.0)) for ax in data_axes(fig))
+    plt.close(fig)
+    drawn = []
+    monkeypatch.setattr(widgets.plot, "ocr_ov_blocks", lambda blocks, columns, **kw: drawn.append(kw) or plt.figure())
+    blocks = {"factorized": {0: torch.full((2, 3), 0.5), 10: torch.full((2, 3), -4.0)}, "merged": {0: torch.ones(2, 3)}}
+    box = widgets.ocr_checkpoint_explorer(blocks, [0])
+    arm, step = box.children[0].children
+    step.value = 0
+    arm.value = "merged"
+    assert [kw["bound"] for kw in drawn] == [4.0, 4.0, 1.0], "one scale per model, whatever the step"
+
+
 def test_head_scores_highlight_heads_and_shade_the_window() -> None:
     """The highlighted heads are drawn thick, in colour, and named in the legend; the others thin and grey; the
     phase-change window is shaded in every panel; the step ticks are round numbers."""

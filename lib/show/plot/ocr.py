@@ -232,6 +232,7 @@ def ocr_ov_blocks(
     xlabel: str = "subject (grouped by fact value;\n▼ = implication seen in training)",
     title: str = "",
     ncols: int | None = None,
+    bound: float | None = None,
 ) -> Figure:
     """Heatmaps of output-value blocks (rows: answer values, columns: subjects), one panel per entry, the panels of a
     row on one colour scale (red/blue, centred at zero) with one colour bar, so that they can be compared by colour.
@@ -242,6 +243,8 @@ def ocr_ov_blocks(
         ncols: panels a row (default: all in one row); more than :data:`~lib.show._common.MAX_COLUMNS` are
             folded, each row into rows of at most that many, e.g. 2 x 4 panels into 4 x 2. A folded row keeps
             one colour scale, its colour bar shown on each of its lines.
+        bound: the colour scale's ``(-bound, bound)`` for every row (e.g. fixed over a slider's frames); default:
+            each row's largest ``|value|``.
     """
     asked = ncols or len(blocks)
     # More than MAX_COLUMNS panels a row do not fit the page column: each asked-for row is folded into
@@ -253,7 +256,7 @@ def ocr_ov_blocks(
     fig, axes = new_figure(ncols=per_row, nrows=nrows, width=5.2, height=3.2)
     marks = to_numpy(train_columns).astype(int)
     values = [to_numpy(block) for block in blocks.values()]
-    bounds = [max(float(np.abs(v).max()) for v in values[i : i + asked]) for i in range(0, len(values), asked)]
+    bounds = [bound or max(float(np.abs(v).max()) for v in values[i : i + asked]) for i in range(0, len(values), asked)]
     last_in_row = {row: col for row, col in cells}  # cells run left to right: the last one of each row wins
     filled = set(cells)
     for i, ((row, col), name, v) in enumerate(zip(cells, blocks, values)):
