@@ -654,9 +654,13 @@ def test_head_scores_reject_bad_highlight(kwargs: dict[str, Any], match: str) ->
     plt.close("all")
 
 
-def test_ablated_loss_grid_legend_covers_no_panel() -> None:
-    """One legend, below the panels (inside the first panel it covered the curves)."""
-    fig = case("ablated_loss_grid", "chapter 7's four panels, long titles")
+@pytest.mark.parametrize(
+    ("name", "case_id"),
+    [("ablated_loss_grid", "chapter 7's four panels, long titles"), ("icl_with_heads_removed", "styled")],
+)
+def test_chapter_7_legends_cover_no_panel(name: str, case_id: str) -> None:
+    """One legend, below the panels (inside a panel it covered the curves, or could)."""
+    fig = case(name, case_id)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     panels = data_axes(fig)

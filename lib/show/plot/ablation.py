@@ -103,7 +103,7 @@ def icl_with_heads_removed(
     styles: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Figure:
     """The ICL score over training, for the intact model (a thick black line, as in every figure of chapter 7) and
-    with groups of heads removed.
+    with groups of heads removed; the legend below the panel, where it covers no curve.
 
     Args:
         steps: ``(n_checkpoints,)``.
@@ -125,9 +125,8 @@ def icl_with_heads_removed(
         ylabel=ICL_SCORE_LABEL,
         title="In-context learning with groups of heads removed",
         title_size=10,
-        legend=True,
     )
-    return finish_figure(fig)
+    return legend_below(fig, axes, None)
 
 
 def ablated_loss_along_sequence(
