@@ -182,6 +182,21 @@ def test_lm_loss_of_gpt2_equals_the_loss_of_the_full_logits(tokenizer):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
 
+def test_lm_loss_of_gpt2_masks_padding_that_is_not_on_the_right(tokenizer):
+    """Right-padded batches run without an attention mask (causal attention hides the padding); a batch padded on
+    the left still gets the mask, and so the loss of the masked full logits."""
+    model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=2, d_model=16, n_head=2, seed=5))
+    ids, mask = lm.encode_sentences(tokenizer, TEXT)
+    shift = [int(mask.shape[1] - n) for n in mask.sum(1)]
+    left_ids = torch.stack([row.roll(k) for row, k in zip(ids, shift)])
+    left_mask = torch.stack([row.roll(k) for row, k in zip(mask, shift)])
+    assert not left_mask[:, 0].all()  # some row starts with padding
+    logits = model(input_ids=left_ids, attention_mask=left_mask.long()).logits[:, :-1]
+    targets = left_ids[:, 1:].masked_fill(~left_mask[:, 1:], -100)
+    left_loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    torch.testing.assert_close(lm.lm_loss(model, (left_ids, left_mask)), left_loss)
+
+
 def test_fine_tune_memorises_a_sentence(tokenizer):
     model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=1, d_model=32, n_head=2))
     before = ranking.score_candidates(model, tokenizer, "Zai Bou speaks", ["French", "squash", "Paris"])
@@ -367,3 +382,4 @@ def test_mean_rank_figure():
         plot.ocr_mean_rank(runs, chance, reference={"model": [0.1]})
     with pytest.raises(ValueError, match="empty"):
         plot.ocr_mean_rank({}, chance)
+
