@@ -383,3 +383,36 @@ def test_mean_rank_figure():
     with pytest.raises(ValueError, match="empty"):
         plot.ocr_mean_rank({}, chance)
 
+
+def test_mean_rank_figure_with_the_chapter_shape_keeps_its_text_apart():
+    """Chapter 4's call (five rules, two runs, five reported models): no two x labels collide, the legend covers no
+    panel and no label, and the saved PNG fits the page column (690 px at 100 dpi, cropped as the notebook saves)."""
+    import io
+
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from lib.ocr.relations import PAIRS
+    from lib.show import plot
+
+    pairs = [p.name for p in PAIRS]
+    runs = {
+        "before fine-tuning": {p: [5.0, 5.5, 6.0] for p in pairs},
+        "after fine-tuning": {p: [0.1, 0.9, 1.8] for p in pairs},
+    }
+    reference = {f"model-{k}-7B-v0.3": [0.1 * k, 4.5, 1.0, 0.5, 2.0] for k in range(5)}
+    fig = plot.ocr_mean_rank(runs, dict.fromkeys(pairs, 5.5), reference=reference, reference_title="as\nreported")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [t.get_window_extent(renderer) for ax in fig.axes for t in ax.get_xticklabels() if t.get_text()]
+    assert len(labels) == len(pairs), "the rules label the bottom panel only"
+    assert not [(i, j) for i in range(len(labels)) for j in range(i) if labels[i].overlaps(labels[j])]
+    (legend,) = fig.legends
+    box = legend.get_window_extent(renderer)
+    assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes), "the legend covers a panel"
+    assert not any(box.overlaps(b) for b in labels), "the legend covers an x label"
+    assert len(legend.get_texts()) == len(runs) + 1 + len(reference)  # the runs, chance and every model
+    png = io.BytesIO()
+    fig.savefig(png, dpi=100, bbox_inches="tight")
+    assert Image.open(png).size[0] <= 690
+    plt.close(fig)
