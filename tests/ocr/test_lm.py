@@ -416,3 +416,23 @@ def test_mean_rank_figure_with_the_chapter_shape_keeps_its_text_apart():
     fig.savefig(png, dpi=100, bbox_inches="tight")
     assert Image.open(png).size[0] <= 690
     plt.close(fig)
+
+
+def test_interval_curves_colour_a_label_alike_across_figures_given_one_order():
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    from lib.show import plot
+
+    rows = [[0.1, 0.0, 0.2], [0.5, 0.4, 0.6]]
+    order = ["a", "b", "c"]
+
+    def colours(lines, **kwargs):
+        fig = plot.ocr_interval_curves([0, 1], {"p": lines}, ylabels=["y"], **kwargs)
+        out = {line.get_label(): to_hex(line.get_color()) for line in fig.axes[0].get_lines()}
+        plt.close(fig)
+        return out
+
+    everything = colours(dict.fromkeys(order, rows), colour_order=order)
+    assert colours({"c": rows}, colour_order=order)["c"] == everything["c"]
+    assert colours({"c": rows})["c"] == everything["a"]  # without an order: the first colour of the cycle

@@ -101,9 +101,10 @@ def ocr_mean_rank(
     return legend_below(fig, axes.reshape(1, -1), None)
 
 
-def _colour_of_label(panels: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """One colour per line label across all panels, in order of first appearance."""
-    labels = list(dict.fromkeys(label for lines in panels.values() for label in lines))
+def _colour_of_label(panels: Mapping[str, Mapping[str, Any]], order: Sequence[str] = ()) -> dict[str, str]:
+    """One colour per line label across all panels: the labels of ``order`` first, in that order, then the others
+    in order of first appearance (two figures given the same ``order`` colour a label alike)."""
+    labels = list(dict.fromkeys([*order, *(label for lines in panels.values() for label in lines)]))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     return {label: colours[i % len(colours)] for i, label in enumerate(labels)}
 
@@ -154,6 +155,7 @@ def ocr_interval_curves(
     references: Sequence[float | None] | None = None,
     xlabel: str = "fine-tuning step",
     title: str | None = None,
+    colour_order: Sequence[str] = (),
 ) -> Figure:
     """Means with 95% intervals along training, one panel per measure (at most three).
 
@@ -162,14 +164,19 @@ def ocr_interval_curves(
         panels: panel title -> (line label -> ``(K, 3)`` rows ``[mean, low, high]``). A label keeps its colour.
         ylabels: one y-axis label per panel.
         references: one dashed reference level per panel (chance), or ``None`` for none.
+        colour_order: labels in the order that gives them their colours (the default colour cycle), so that a
+            label has the same colour in figures that draw different subsets of the labels; labels not in it
+            follow, in order of first appearance.
     """
     if not panels or len(panels) > 3:
         raise ValueError(f"panels must hold 1 to 3 panels, got {len(panels)}")
     if len(ylabels) != len(panels) or (references is not None and len(references) != len(panels)):
         raise ValueError(f"ylabels and references need one entry per panel ({len(panels)})")
     x = to_numpy(steps)
-    colour_of = _colour_of_label(panels)
-    fig, axes = new_figure(ncols=len(panels), width=4.6, height=3.8)
+    colour_of = _colour_of_label(panels, colour_order)
+    # one panel: the column's width, so that its legend below takes two or three columns, not a panel's height
+    single = len(panels) == 1
+    fig, axes = new_figure(ncols=len(panels), width=MAX_WIDTH if single else 4.6, height=4.2 if single else 3.8)
     for k, (ax, (panel, lines)) in enumerate(zip(axes[0], panels.items())):
         if not lines:
             raise ValueError(f"panel {panel!r} has no lines")
