@@ -253,7 +253,8 @@ def lm_loss(model: nn.Module, batch: SentenceBatch) -> Tensor:
         head: nn.Module = model.lm_head  # type: ignore[assignment]
         if bool((keep <= mask[:, :-1]).all()):  # right padding: no real token after a padded one
             # embeddings looked up here: given input_ids without a mask, the model would warn about padding
-            hidden = body(inputs_embeds=body.wte(ids), use_cache=False).last_hidden_state
+            embed: nn.Module = body.wte  # type: ignore[assignment]
+            hidden = body(inputs_embeds=embed(ids), use_cache=False).last_hidden_state
         else:
             hidden = body(input_ids=ids, attention_mask=mask.long(), use_cache=False).last_hidden_state
         return F.cross_entropy(head(hidden[:, :-1][keep]).float(), ids[:, 1:][keep])
