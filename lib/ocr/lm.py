@@ -241,14 +241,22 @@ def lm_loss(model: nn.Module, batch: SentenceBatch) -> Tensor:
 
     For a GPT-2 model (``config.model_type == "gpt2"``, such as :func:`tiny_gpt2`'s) the output layer is applied
     only at the positions that have a real next token, ``(n_targets, d_model) -> (n_targets, vocab)``: the same
-    loss as from the full ``(batch, max_tokens, vocab)`` logits, without computing the logits of padding.
+    loss as from the full ``(batch, max_tokens, vocab)`` logits, without computing the logits of padding. When the
+    batch is padded on the right (every row's real tokens first, as :func:`encode_sentences` makes it), it passes
+    no attention mask: a real token attends only to earlier tokens, all of them real, so causal attention alone
+    gives it the same output, and attention takes its faster causal path.
     """
     ids, mask = batch
     keep = mask[:, 1:]
     if getattr(getattr(model, "config", None), "model_type", None) == "gpt2":
         body: nn.Module = model.transformer  # type: ignore[assignment]
         head: nn.Module = model.lm_head  # type: ignore[assignment]
-        hidden = body(input_ids=ids, attention_mask=mask.long(), use_cache=False).last_hidden_state
+        if bool((keep <= mask[:, :-1]).all()):  # right padding: no real token after a padded one
+            # embeddings looked up here: given input_ids without a mask, the model would warn about padding
+            embed: nn.Module = body.wte  # type: ignore[assignment]
+            hidden = body(inputs_embeds=embed(ids), use_cache=False).last_hidden_state
+        else:
+            hidden = body(input_ids=ids, attention_mask=mask.long(), use_cache=False).last_hidden_state
         return F.cross_entropy(head(hidden[:, :-1][keep]).float(), ids[:, 1:][keep])
     logits = model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
     targets = ids[:, 1:].masked_fill(~keep, -100)

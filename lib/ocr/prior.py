@@ -465,12 +465,13 @@ BENCH_PATH = Path(__file__).resolve().parents[1] / "data" / "prior_knowledge.jso
 
 def load_bench(path: Path | str = BENCH_PATH) -> dict:
     """The JSON written by ``bench/prior_knowledge.py --json``: settings, per-arm curves of ``[mean, low, high]``
-    (95% intervals over seeds) at every step, and the paired final differences (pre-trained minus from scratch)."""
+    (95% intervals over seeds) at every step, every seed's curves (``"per seed"``: ``"seeds"``, ``"steps"`` and per
+    arm and measure a ``(seeds, steps)`` list), and the paired final differences (pre-trained minus from scratch)."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no prior-knowledge bench results at {path}: run bench/prior_knowledge.py --json {path}")
     data = json.loads(path.read_text())
-    missing = {"settings", "curves", "paired differences (pre-trained - from scratch), final"} - set(data)
+    missing = {"settings", "curves", "per seed", "paired differences (pre-trained - from scratch), final"} - set(data)
     if missing:
         raise ValueError(f"{path} lacks {sorted(missing)}: not a bench/prior_knowledge.py --json file")
     return data

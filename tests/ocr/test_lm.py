@@ -182,6 +182,21 @@ def test_lm_loss_of_gpt2_equals_the_loss_of_the_full_logits(tokenizer):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
 
+def test_lm_loss_of_gpt2_masks_padding_that_is_not_on_the_right(tokenizer):
+    """Right-padded batches run without an attention mask (causal attention hides the padding); a batch padded on
+    the left still gets the mask, and so the loss of the masked full logits."""
+    model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=2, d_model=16, n_head=2, seed=5))
+    ids, mask = lm.encode_sentences(tokenizer, TEXT)
+    shift = [int(mask.shape[1] - n) for n in mask.sum(1)]
+    left_ids = torch.stack([row.roll(k) for row, k in zip(ids, shift)])
+    left_mask = torch.stack([row.roll(k) for row, k in zip(mask, shift)])
+    assert not left_mask[:, 0].all()  # some row starts with padding
+    logits = model(input_ids=left_ids, attention_mask=left_mask.long()).logits[:, :-1]
+    targets = left_ids[:, 1:].masked_fill(~left_mask[:, 1:], -100)
+    left_loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    torch.testing.assert_close(lm.lm_loss(model, (left_ids, left_mask)), left_loss)
+
+
 def test_fine_tune_memorises_a_sentence(tokenizer):
     model = lm.tiny_gpt2(tokenizer, lm.TinyLMConfig(n_layer=1, d_model=32, n_head=2))
     before = ranking.score_candidates(model, tokenizer, "Zai Bou speaks", ["French", "squash", "Paris"])
@@ -367,3 +382,57 @@ def test_mean_rank_figure():
         plot.ocr_mean_rank(runs, chance, reference={"model": [0.1]})
     with pytest.raises(ValueError, match="empty"):
         plot.ocr_mean_rank({}, chance)
+
+
+def test_mean_rank_figure_with_the_chapter_shape_keeps_its_text_apart():
+    """Chapter 4's call (five rules, two runs, five reported models): no two x labels collide, the legend covers no
+    panel and no label, and the saved PNG fits the page column (690 px at 100 dpi, cropped as the notebook saves)."""
+    import io
+
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from lib.ocr.relations import PAIRS
+    from lib.show import plot
+
+    pairs = [p.name for p in PAIRS]
+    runs = {
+        "before fine-tuning": {p: [5.0, 5.5, 6.0] for p in pairs},
+        "after fine-tuning": {p: [0.1, 0.9, 1.8] for p in pairs},
+    }
+    reference = {f"model-{k}-7B-v0.3": [0.1 * k, 4.5, 1.0, 0.5, 2.0] for k in range(5)}
+    fig = plot.ocr_mean_rank(runs, dict.fromkeys(pairs, 5.5), reference=reference, reference_title="as\nreported")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [t.get_window_extent(renderer) for ax in fig.axes for t in ax.get_xticklabels() if t.get_text()]
+    assert len(labels) == len(pairs), "the rules label the bottom panel only"
+    assert not [(i, j) for i in range(len(labels)) for j in range(i) if labels[i].overlaps(labels[j])]
+    (legend,) = fig.legends
+    box = legend.get_window_extent(renderer)
+    assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes), "the legend covers a panel"
+    assert not any(box.overlaps(b) for b in labels), "the legend covers an x label"
+    assert len(legend.get_texts()) == len(runs) + 1 + len(reference)  # the runs, chance and every model
+    png = io.BytesIO()
+    fig.savefig(png, dpi=100, bbox_inches="tight")
+    assert Image.open(png).size[0] <= 690
+    plt.close(fig)
+
+
+def test_interval_curves_colour_a_label_alike_across_figures_given_one_order():
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    from lib.show import plot
+
+    rows = [[0.1, 0.0, 0.2], [0.5, 0.4, 0.6]]
+    order = ["a", "b", "c"]
+
+    def colours(lines, **kwargs):
+        fig = plot.ocr_interval_curves([0, 1], {"p": lines}, ylabels=["y"], **kwargs)
+        out = {line.get_label(): to_hex(line.get_color()) for line in fig.axes[0].get_lines()}
+        plt.close(fig)
+        return out
+
+    everything = colours(dict.fromkeys(order, rows), colour_order=order)
+    assert colours({"c": rows}, colour_order=order)["c"] == everything["c"]
+    assert colours({"c": rows})["c"] == everything["a"]  # without an order: the first colour of the cycle

@@ -297,6 +297,16 @@ def test_load_bench_reads_the_shipped_results_and_rejects_other_files(tmp_path):
     assert steps[0] == 0 and data["settings"]["seeds"] >= 10
     for arm in data["curves"]["arms"].values():
         assert all(len(arm[m]) == len(steps) and all(lo <= mean <= hi for mean, lo, hi in arm[m]) for m in ("top-1",))
+    # every shipped file: its per-seed curves average to its curves' means, step by step
+    for path in sorted(prior.BENCH_PATH.parent.glob("prior_knowledge*.json")):
+        data = prior.load_bench(path)
+        per_seed = data["per seed"]
+        assert per_seed["steps"] == data["curves"]["steps"] and len(per_seed["seeds"]) == data["settings"]["seeds"]
+        for name, arm in data["curves"]["arms"].items():
+            for measure, rows in arm.items():
+                means = torch.tensor(rows, dtype=torch.float64)[..., 0]  # (steps,), or () for retention
+                seeds = torch.tensor(per_seed["arms"][name][measure], dtype=torch.float64)
+                torch.testing.assert_close(seeds.mean(0), means, atol=1e-5, rtol=0)  # float32 means
     with pytest.raises(ValueError, match="no prior-knowledge bench results"):
         prior.load_bench(tmp_path / "missing.json")
     (tmp_path / "other.json").write_text('{"settings": {}}')

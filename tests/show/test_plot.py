@@ -759,6 +759,13 @@ def test_every_function_has_a_case() -> None:
 
 # Cases added after the parametrized tests above were collected: run through the same checks, and listed in CASES
 # for test_every_function_has_a_case.
+OCR_RULES = [
+    "city -> language",
+    "city -> language (counterfactual)",
+    "country -> calling code",
+    "profession -> colour",
+    "sport -> music",
+]
 CIRCUIT_CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
     (
         "composition_score_grid",
@@ -770,6 +777,15 @@ CIRCUIT_CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         {"row_names": ["L0H0", "L0H1"], "column_names": ["L1H0", "L1H1", "L1H2"]},
     ),
     ("composition_score_grid", "one kind, default labels", ({"K": rand(2, 2)}, {"K": rand(4)}), {}),
+    (
+        "ocr_mean_rank",
+        "chapter 4's five rules and five reported models",
+        (
+            {run: {p: rand(3, high=6.0) for p in OCR_RULES} for run in ("before fine-tuning", "after fine-tuning")},
+            dict.fromkeys(OCR_RULES, 5.5),
+        ),
+        {"reference": {f"Model-{k}-7B-v0.3": rand(5, high=4.5).tolist() for k in range(5)}, "title": "tiny"},
+    ),
 ]
 CASES += CIRCUIT_CASES
 

@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from lib.show._common import (
+    MAX_WIDTH,
     MIN_FONT,
     Array,
     band,
@@ -40,7 +41,10 @@ def ocr_mean_rank(
         reference_title: title of the second panel.
 
     A bar is the mean over seeds, its whisker spans the lowest to the highest seed, dots are single seeds.
-    Lower is better; 0 means the correct answer is always ranked first.
+    Lower is better; 0 means the correct answer is always ranked first. The reference panel sits below the runs'
+    panel, on the same x and y scales (side by side, five groups of bars and their labels would not fit the page
+    column); the pair names label the bottom panel's groups, wrapped at their arrow and bracket, and one legend for
+    both panels sits below the figure.
     """
     if not runs:
         raise ValueError("runs is empty: nothing to plot")
@@ -50,7 +54,11 @@ def ocr_mean_rank(
     if reference is not None and any(len(v) != len(pairs) for v in reference.values()):
         raise ValueError(f"every reference row needs one value per pair ({len(pairs)})")
     fig, axes = new_figure(
-        ncols=1 if reference is None else 2, width=max(6.0, 1.5 * len(pairs)), height=4.0, sharey=True
+        nrows=1 if reference is None else 2,
+        width=MAX_WIDTH,
+        height=3.0 if reference is None else 2.6,
+        sharex=True,
+        sharey=True,
     )
     labels = [p.replace(" -> ", " →\n").replace(" (", "\n(") for p in pairs]
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -75,10 +83,9 @@ def ocr_mean_rank(
         zorder=4,
         label="chance (random order)",
     )
-    ax.set_xticks(x, labels, fontsize=MIN_FONT)
     finish_axis(ax, ylabel="mean rank (0 = best)", title=title, title_size=10)
     if reference is not None:
-        ax = axes[0, 1]
+        ax = axes[1, 0]
         width = 0.8 / len(reference)
         for j, (label, reported) in enumerate(reference.items()):
             ax.bar(
@@ -88,14 +95,16 @@ def ocr_mean_rank(
                 color=colours[(j + len(runs)) % len(colours)],
                 label=label,
             )
-        ax.set_xticks(x, labels, fontsize=MIN_FONT)
-        finish_axis(ax, title=reference_title, title_size=10)
-    return legend_below(fig, axes, None)  # a legend inside a panel covered its bars
+        finish_axis(ax, ylabel="mean rank (0 = best)", title=reference_title, title_size=10)
+    axes[-1, 0].set_xticks(x, labels, fontsize=MIN_FONT)
+    # one legend below the figure for both panels (a legend inside a panel covered its bars)
+    return legend_below(fig, axes.reshape(1, -1), None)
 
 
-def _colour_of_label(panels: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """One colour per line label across all panels, in order of first appearance."""
-    labels = list(dict.fromkeys(label for lines in panels.values() for label in lines))
+def _colour_of_label(panels: Mapping[str, Mapping[str, Any]], order: Sequence[str] = ()) -> dict[str, str]:
+    """One colour per line label across all panels: the labels of ``order`` first, in that order, then the others
+    in order of first appearance (two figures given the same ``order`` colour a label alike)."""
+    labels = list(dict.fromkeys([*order, *(label for lines in panels.values() for label in lines)]))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     return {label: colours[i % len(colours)] for i, label in enumerate(labels)}
 
@@ -146,6 +155,7 @@ def ocr_interval_curves(
     references: Sequence[float | None] | None = None,
     xlabel: str = "fine-tuning step",
     title: str | None = None,
+    colour_order: Sequence[str] = (),
 ) -> Figure:
     """Means with 95% intervals along training, one panel per measure (at most three).
 
@@ -154,14 +164,19 @@ def ocr_interval_curves(
         panels: panel title -> (line label -> ``(K, 3)`` rows ``[mean, low, high]``). A label keeps its colour.
         ylabels: one y-axis label per panel.
         references: one dashed reference level per panel (chance), or ``None`` for none.
+        colour_order: labels in the order that gives them their colours (the default colour cycle), so that a
+            label has the same colour in figures that draw different subsets of the labels; labels not in it
+            follow, in order of first appearance.
     """
     if not panels or len(panels) > 3:
         raise ValueError(f"panels must hold 1 to 3 panels, got {len(panels)}")
     if len(ylabels) != len(panels) or (references is not None and len(references) != len(panels)):
         raise ValueError(f"ylabels and references need one entry per panel ({len(panels)})")
     x = to_numpy(steps)
-    colour_of = _colour_of_label(panels)
-    fig, axes = new_figure(ncols=len(panels), width=4.6, height=3.8)
+    colour_of = _colour_of_label(panels, colour_order)
+    # one panel: the column's width, so that its legend below takes two or three columns, not a panel's height
+    single = len(panels) == 1
+    fig, axes = new_figure(ncols=len(panels), width=MAX_WIDTH if single else 4.6, height=4.2 if single else 3.8)
     for k, (ax, (panel, lines)) in enumerate(zip(axes[0], panels.items())):
         if not lines:
             raise ValueError(f"panel {panel!r} has no lines")
