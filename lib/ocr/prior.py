@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 import torch
 from torch import Tensor, nn
 
-from lib.core import validate
+from lib.core import shipped, validate
 from lib.core.train import TrainConfig, model_device, snapshot, train
 from lib.ocr.lm import (
     TinyLMConfig,
@@ -459,7 +458,7 @@ def run_prior_knowledge(
     )
 
 
-BENCH_PATH = Path(__file__).resolve().parents[1] / "data" / "prior_knowledge.json"
+BENCH_PATH = shipped.DATA / "prior_knowledge.json"
 """The ten-seed run of ``bench/prior_knowledge.py --json`` that chapter 4 plots."""
 
 
@@ -467,11 +466,6 @@ def load_bench(path: Path | str = BENCH_PATH) -> dict:
     """The JSON written by ``bench/prior_knowledge.py --json``: settings, per-arm curves of ``[mean, low, high]``
     (95% intervals over seeds) at every step, every seed's curves (``"per seed"``: ``"seeds"``, ``"steps"`` and per
     arm and measure a ``(seeds, steps)`` list), and the paired final differences (pre-trained minus from scratch)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"no prior-knowledge bench results at {path}: run bench/prior_knowledge.py --json {path}")
-    data = json.loads(path.read_text())
-    missing = {"settings", "curves", "per seed", "paired differences (pre-trained - from scratch), final"} - set(data)
-    if missing:
-        raise ValueError(f"{path} lacks {sorted(missing)}: not a bench/prior_knowledge.py --json file")
-    return data
+    required = ("settings", "curves", "per seed", "paired differences (pre-trained - from scratch), final")
+    made_by = "bench/prior_knowledge.py --json"
+    return shipped.load_results(path, required, what="prior-knowledge bench results", made_by=made_by)
