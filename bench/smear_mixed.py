@@ -25,7 +25,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from lib.induction import mixed, scores, smear
 
@@ -35,16 +34,6 @@ TRAINING = replace(
 )
 N_HEADS, N_EVAL = 4, 256
 ARMS = {"1 layer": False, "1 layer, smeared": True}
-
-
-def losses(model: nn.Module, data: mixed.MixedBatch, config: mixed.MixedConfig) -> dict[str, float]:
-    """Mean loss (nats) at the early positions and at the late positions of each kind: the two terms of the ICL
-    score, so that a smaller ICL score can be told from a better early prediction."""
-    with torch.inference_mode():
-        loss = scores.per_token_loss(model, data.tokens)
-    found = {"early": float(loss[:, config.early].mean())}
-    found.update({kind: float(scores.masked_mean(loss, m)) for kind, m in mixed.late_masks(data, config).items()})
-    return found
 
 
 def run_seed(seed: int) -> dict:
@@ -67,7 +56,9 @@ def run_seed(seed: int) -> dict:
             "seconds": time.perf_counter() - start,
             "icl": {kind: [history.evals[s][kind] for s in history.checkpoint_steps] for kind in mixed.POSITION_KINDS},
         }
-        found[arm]["final losses"] = losses(model, data, config)
+        with torch.inference_mode():  # the two terms of the last ICL scores: a worse late or a better early loss?
+            terms = mixed.loss_terms(scores.per_token_loss(model, data.tokens), data, config)
+        found[arm]["final losses"] = {where: float(v) for where, v in terms.items()}
         if smeared:
             with smear.smear_disabled(model):
                 found[arm]["icl without the smear"] = mixed.icl_of(model, data, config)

@@ -182,14 +182,32 @@ def late_masks(data: MixedBatch, config: MixedConfig = MixedConfig()) -> dict[Po
     return {"repeated": data.repeated & late, "non-repeated": data.unigram & late}
 
 
+def loss_terms(
+    loss: torch.Tensor, data: MixedBatch, config: MixedConfig = MixedConfig()
+) -> dict[Literal["early"] | PositionKind, torch.Tensor]:
+    """The two terms of :func:`icl_by_kind`: the mean loss over :attr:`MixedConfig.early` (unigram positions at the
+    start of every sequence) and over the late positions of each kind (:func:`late_masks`), pooled over the sequences.
+
+    Args:
+        loss: ``(..., batch, seq_len - 1)`` per-token loss on ``data.tokens`` (e.g. stacked over ablations).
+
+    Returns:
+        ``{"early", "repeated", "non-repeated"}`` -> ``loss.shape[:-2]``, nats.
+    """
+    if loss.shape[-2:] != data.repeated.shape:
+        raise ValueError(
+            f"loss (..., batch, seq - 1) {tuple(loss.shape)} does not match the data's {tuple(data.repeated.shape)}"
+        )
+    terms: dict[Literal["early"] | PositionKind, torch.Tensor] = {"early": loss[..., config.early].mean(dim=(-2, -1))}
+    terms.update((kind, masked_mean(loss, mask)) for kind, mask in late_masks(data, config).items())
+    return terms
+
+
 def icl_by_kind(
     loss: torch.Tensor, data: MixedBatch, config: MixedConfig = MixedConfig()
 ) -> dict[PositionKind, torch.Tensor]:
-    """Olsson et al.'s ICL score, late minus early loss, on the late repeated and the late non-repeated positions.
-
-    The early term is the mean loss over :attr:`MixedConfig.early` (unigram positions at the start of every
-    sequence); each late term is the mean loss over the late positions of its kind (:func:`late_masks`), pooled over
-    the sequences. Negative = in-context learning, as everywhere in the book.
+    """Olsson et al.'s ICL score, late minus early loss (:func:`loss_terms`), on the late repeated and the late
+    non-repeated positions. Negative = in-context learning, as everywhere in the book.
 
     Args:
         loss: ``(..., batch, seq_len - 1)`` per-token loss on ``data.tokens`` (e.g. stacked over ablations).
@@ -197,12 +215,8 @@ def icl_by_kind(
     Returns:
         ``{"repeated", "non-repeated"}`` -> ``loss.shape[:-2]``.
     """
-    if loss.shape[-2:] != data.repeated.shape:
-        raise ValueError(
-            f"loss (..., batch, seq - 1) {tuple(loss.shape)} does not match the data's {tuple(data.repeated.shape)}"
-        )
-    early = loss[..., config.early].mean(dim=(-2, -1))
-    return {kind: masked_mean(loss, mask) - early for kind, mask in late_masks(data, config).items()}
+    terms = loss_terms(loss, data, config)
+    return {kind: terms[kind] - terms["early"] for kind in POSITION_KINDS}
 
 
 TRAINING = TrainConfig(

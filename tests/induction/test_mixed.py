@@ -90,6 +90,8 @@ def test_icl_by_kind_separates_the_two_kinds(data):
     icl = mixed.icl_by_kind(loss, data, CONFIG)
     assert icl["repeated"].item() == pytest.approx(-2.5)
     assert icl["non-repeated"].item() == pytest.approx(0.0)
+    terms = mixed.loss_terms(loss, data, CONFIG)
+    assert {k: round(v.item(), 4) for k, v in terms.items()} == {"early": 3.0, "repeated": 0.5, "non-repeated": 3.0}
     stacked = mixed.icl_by_kind(torch.stack([loss, loss + 1]), data, CONFIG)
     assert stacked["repeated"].shape == (2,)
     clean = {"repeated": torch.tensor(-2.0), "non-repeated": torch.tensor(-1.0)}
@@ -97,6 +99,8 @@ def test_icl_by_kind_separates_the_two_kinds(data):
     assert shares["repeated"].item() == pytest.approx(0.75) and shares["non-repeated"].item() == pytest.approx(0.0)
     with pytest.raises(ValueError, match="does not match"):
         mixed.icl_by_kind(loss[:, :-1], data, CONFIG)
+    with pytest.raises(ValueError, match="does not match"):
+        mixed.loss_terms(loss[:, :-1], data, CONFIG)
 
 
 SMALL = mixed.MixedConfig(vocab=24, seq_len=29, support=4, min_segment=3, max_segment=5, min_stretch=2, max_stretch=3)
