@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Literal, TypeAlias
 
 import matplotlib.pyplot as plt
@@ -236,6 +236,12 @@ def legend_below(fig: Figure, axes: np.ndarray, title: str | None) -> Figure:
     return fig
 
 
+def symmetric_bound(arrays: Iterable[Array]) -> float:
+    """The largest ``|value|`` over ``arrays`` (1.0 when all are zero): a red/blue scale centred at zero that they
+    share runs from ``-bound`` to ``bound``."""
+    return max(float(np.abs(to_numpy(a)).max()) for a in arrays) or 1.0
+
+
 def signed_heatmap(
     ax: Axes,
     values: Array,
@@ -249,7 +255,7 @@ def signed_heatmap(
     """Draw a 2-D array with a red/blue map centred at zero, from ``-bound`` to ``bound`` (default: the array's
     largest ``|value|``; pass one bound to panels that are compared by colour); returns the image."""
     v = to_numpy(values)
-    bound = bound or float(np.abs(v).max()) or 1.0
+    bound = bound or symmetric_bound([v])
     im = ax.imshow(v, cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -bound, bound), aspect="auto", interpolation="nearest")
     finish_axis(ax, xlabel=xlabel, ylabel=ylabel, title=title)
     if colorbar:

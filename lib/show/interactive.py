@@ -28,7 +28,7 @@ from plotly.subplots import make_subplots
 
 from lib.core import validate
 from lib.core.heads import head_names
-from lib.show._common import Array, to_numpy
+from lib.show._common import Array, symmetric_bound, to_numpy
 
 #: The file the Sphinx extension writes into the book's ``_static/`` folder.
 PLOTLY_JS = "plotly.min.js"
@@ -146,7 +146,7 @@ def ocr_checkpoint_figure(
     def heatmaps(step: int) -> list[go.Heatmap]:
         return [go.Heatmap(z=_compact(blocks[arm][step])) for arm in arms]
 
-    bounds = [max(float(np.abs(to_numpy(blocks[arm][s])).max()) for s in steps) or 1.0 for arm in arms]
+    bounds = [symmetric_bound(blocks[arm][s] for s in steps) for arm in arms]
     for i, (trace, bound) in enumerate(zip(heatmaps(steps[-1]), bounds)):
         fig.add_trace(trace, row=i + 1, col=1)
         domain = fig.get_subplot(i + 1, 1).yaxis.domain

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from lib.core.heads import head_names, parse_head_name
 from lib.show import plot
-from lib.show._common import Array, to_numpy
+from lib.show._common import Array, symmetric_bound
 
 
 def figure_explorer(draw: Callable[..., Figure], controls: Mapping[str, widgets.Widget]) -> widgets.VBox:
@@ -49,7 +49,7 @@ def ocr_checkpoint_explorer(
         plot_kwargs: keyword arguments of :func:`lib.show.plot.ocr_ov_blocks` (labels, title).
     """
     steps = sorted(next(iter(blocks.values())))
-    bounds = {arm: max(float(np.abs(to_numpy(b)).max()) for b in by_step.values()) for arm, by_step in blocks.items()}
+    bounds = {arm: symmetric_bound(by_step.values()) for arm, by_step in blocks.items()}
     controls = {
         "arm": widgets.ToggleButtons(options=list(blocks), description="model"),
         "step": widgets.SelectionSlider(options=steps, value=steps[-1], description="step", continuous_update=False),

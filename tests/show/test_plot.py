@@ -829,3 +829,10 @@ def test_positional_qk_heads_checks_shapes() -> None:
 def test_phase_change_signatures_scale_must_be_known() -> None:
     with pytest.raises(ValueError, match="scale must be 'last' or 'peak'"):
         plot.phase_change_signatures([1, 2], {"a": [1.0, 2.0]}, scale="max")  # type: ignore[arg-type]
+
+
+def test_symmetric_bound_is_the_largest_magnitude_over_all_arrays() -> None:
+    from lib.show._common import symmetric_bound
+
+    assert symmetric_bound([torch.tensor([0.5, -3.0]), np.array([[2.0]]), [1.0]]) == 3.0
+    assert symmetric_bound(iter([np.zeros(3)])) == 1.0, "all zero: a unit scale, not an empty one"

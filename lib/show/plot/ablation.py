@@ -21,6 +21,7 @@ from lib.show._common import (
     new_figure,
     shade_window,
     step_edges,
+    symmetric_bound,
     to_numpy,
 )
 
@@ -70,7 +71,7 @@ def ablation_over_training(
     """
     s = to_numpy(steps)
     grids = {kind: to_numpy(v).T for kind, v in change.items()}
-    vmax = max(float(np.abs(g).max()) for g in grids.values()) or 1.0
+    vmax = symmetric_bound(grids.values())
     fig, axes = new_figure(len(grids), 1, width=5.2, height=0.32 * len(row_names) + 1.6)
     panels: list[Axes] = list(axes[0])
     for ax, (kind, grid) in zip(panels, grids.items()):

@@ -22,6 +22,7 @@ from lib.show._common import (
     finish_figure,
     new_figure,
     signed_heatmap,
+    symmetric_bound,
     to_numpy,
 )
 
@@ -256,7 +257,7 @@ def ocr_ov_blocks(
     fig, axes = new_figure(ncols=per_row, nrows=nrows, width=5.2, height=3.2)
     marks = to_numpy(train_columns).astype(int)
     values = [to_numpy(block) for block in blocks.values()]
-    bounds = [bound or max(float(np.abs(v).max()) for v in values[i : i + asked]) for i in range(0, len(values), asked)]
+    bounds = [bound or symmetric_bound(values[i : i + asked]) for i in range(0, len(values), asked)]
     last_in_row = {row: col for row, col in cells}  # cells run left to right: the last one of each row wins
     filled = set(cells)
     for i, ((row, col), name, v) in enumerate(zip(cells, blocks, values)):
