@@ -13,7 +13,7 @@ recorded; the final early and late losses of both arms are kept beside the score
 writes (``lib/data/smear_mixed.json``, ``smear.load_mixed_bench``).
 
 Run: ``PYTHONPATH=$PWD OMP_NUM_THREADS=1 python bench/smear_mixed.py [--seeds 0 1 2 3 4] [--json PATH]``
-(about 15 s a seed on one CPU core).
+(both arms of a seed took 25-35 s on one core of the 2-core CPU with other jobs running).
 """
 
 from __future__ import annotations
