@@ -128,7 +128,8 @@ def composition_scores(
         on the CPU. A head that writes or reads nothing (a zero matrix) scores 0.
     """
     _check_layers(model, source_layer, target_layer)
-    ov, qk = ov_matrices(model).double(), qk_matrices(model).double()
+    # float64 on the CPU: mps has no float64
+    ov, qk = ov_matrices(model).cpu().double(), qk_matrices(model).cpu().double()
     left = ov[source_layer]  # (heads, d, d)
     right: dict[CompositionKind, torch.Tensor] = {
         "Q": qk[target_layer],
@@ -140,7 +141,7 @@ def composition_scores(
     for kind in COMPOSITION_KINDS:
         product = torch.einsum("ade,bef->abdf", left, right[kind])  # (source heads, target heads, d, d)
         norms = left_norm[:, None] * torch.linalg.matrix_norm(right[kind])[None, :]
-        out[kind] = (torch.linalg.matrix_norm(product) / norms.clamp_min(1e-300)).float().cpu()
+        out[kind] = (torch.linalg.matrix_norm(product) / norms.clamp_min(1e-300)).float()
     return out
 
 
@@ -170,7 +171,7 @@ def composition_baseline(
     """
     _check_layers(model, source_layer, target_layer)
     validate.positive_int("samples", samples)
-    ov, qk = ov_matrices(model).double().cpu(), qk_matrices(model).double().cpu()
+    ov, qk = ov_matrices(model).cpu().double(), qk_matrices(model).cpu().double()
     singular = {
         "source": torch.linalg.svdvals(ov[source_layer]),  # (heads, d)
         "Q": torch.linalg.svdvals(qk[target_layer]),
@@ -323,7 +324,7 @@ def eigenvalue_score(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
         raise ValueError(
             f"left and right must be (n, k) and (k, n) matrices, got {tuple(left.shape)} and {tuple(right.shape)}"
         )
-    a, b = left.detach().double().cpu(), right.detach().double().cpu()
+    a, b = left.detach().cpu().double(), right.detach().cpu().double()
     eigenvalues = torch.linalg.eigvals(b @ a if a.shape[1] < a.shape[0] else a @ b)
     total = eigenvalues.abs().sum()
     # relative to the factors' size: a zero circuit's eigenvalues come out as rounding noise, not exact zeros

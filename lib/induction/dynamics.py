@@ -52,7 +52,8 @@ def pca(matrix: torch.Tensor, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     validate.positive_int("k", k)
     if k > min(matrix.shape):
         raise ValueError(f"need 1 <= k <= min(shape); got shape {tuple(matrix.shape)}, k={k!r}")
-    centred = matrix.double() - matrix.double().mean(dim=0, keepdim=True)
+    matrix = matrix.cpu().double()  # float64 and SVD on the CPU: mps has neither
+    centred = matrix - matrix.mean(dim=0, keepdim=True)
     u, s, _ = torch.linalg.svd(centred, full_matrices=False)
     explained = s**2 / (s**2).sum().clamp_min(1e-30)
     return (u[:, :k] * s[:k]).float(), explained[:k].float()
@@ -163,7 +164,7 @@ def turning_angle(coords: torch.Tensor, lag: int = 1) -> torch.Tensor:
     if coords.ndim != 2:
         raise ValueError(f"coords must be (K, k), got shape {tuple(coords.shape)}")
     validate.positive_int("lag", lag)
-    c = coords.double()
+    c = coords.cpu().double()
     angle = torch.full((c.shape[0],), float("nan"), dtype=torch.float64)
     if c.shape[0] > 2 * lag:
         before = c[lag:-lag] - c[: -2 * lag]

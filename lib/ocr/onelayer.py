@@ -324,7 +324,7 @@ def factorize(model: OneLayer, rank: int | None = None) -> OneLayer:
         raise ValueError(f"factorize expects a merged model, got parameterization {model.config.parameterization!r}")
     rank = model.config.d_embed if rank is None else rank
     fact = OneLayer(replace(model.config, parameterization="factorized", rank=rank)).to(model.device)
-    U, s, Vh = torch.linalg.svd(model.W_OV.detach())
+    U, s, Vh = (part.to(model.device) for part in torch.linalg.svd(model.W_OV.detach().cpu()))  # mps has no SVD
     root = s[:, :rank].sqrt()[:, None, :]
     with torch.no_grad():
         fact.W_O.copy_(U[..., :rank] * root)

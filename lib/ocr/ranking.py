@@ -105,7 +105,7 @@ class CandidateScorer:
                 ids, mask = _pad([prompt for prompt, _, _ in group], self.pad_id, device)
                 logits = model(input_ids=ids, attention_mask=mask.long()).logits
                 last = mask.sum(1) - 1
-                logp = logits[torch.arange(len(group), device=device), last].float().log_softmax(-1).double().cpu()
+                logp = logits[torch.arange(len(group), device=device), last].float().log_softmax(-1).cpu().double()
                 for j, (_, rows, tokens) in enumerate(group):
                     scores[rows] = logp[j, tokens]
             for lo in range(0, len(self.multi), self.batch_size):
@@ -119,7 +119,7 @@ class CandidateScorer:
                 start = torch.tensor([self.starts[i] for i in chunk], device=device)
                 # token t+1 belongs to the candidate when start <= t+1 < length
                 keep = (positions[None] + 1 >= start[:, None]) & mask[:, 1:]
-                scores[chunk] = (token_logp * keep).sum(1).double().cpu()
+                scores[chunk] = (token_logp * keep).sum(1).cpu().double()
         model.train(was_training)
         out, i = [], 0
         for size in self.sizes:

@@ -129,7 +129,7 @@ def agreement(a: Tensor, b: Tensor) -> dict[str, float]:
         ``cosine``: cosine similarity of the flattened matrices; ``relative_error``:
         ``min_c ||c a - b||_F / ||b||_F`` (``= sqrt(1 - cosine^2)`` for ``cosine > 0``).
     """
-    a, b = a.double().flatten(), b.double().flatten()
+    a, b = a.cpu().double().flatten(), b.cpu().double().flatten()
     cosine = float(a @ b / (a.norm() * b.norm()))
     scale = float(a @ b / (a @ a))
     return {"cosine": cosine, "relative_error": float((scale * a - b).norm() / b.norm())}
@@ -153,7 +153,7 @@ def numerical_rank(W: Tensor, rel_tol: float = 1e-3) -> int:
     validate.positive_number("rel_tol", rel_tol)
     if W.ndim != 2:
         raise ValueError(f"W must be a 2-D matrix, got shape {tuple(W.shape)}")
-    s = torch.linalg.svdvals(W.double())
+    s = torch.linalg.svdvals(W.cpu().double())
     return int((s > rel_tol * s[0]).sum()) if len(s) and s[0] > 0 else 0
 
 
@@ -316,12 +316,13 @@ def margin_ratio(model: OneLayer, problem: OCRProblem, eos_id: int) -> Tensor:
     margin of the training implications (the facts left out), from :func:`effective_block`. For the
     min-nuclear-norm solution every training margin is 1 and this is :func:`held_out_margin_law`.
     """
-    block = effective_block(model, problem, eos_id).double()  # (S, m, n)
-    implications = problem.train_targets >= problem.n_facts
+    block = effective_block(model, problem, eos_id).cpu().double()  # (S, m, n); float64 on the CPU (not on mps)
+    implications = problem.train_targets.cpu() >= problem.n_facts
     train = multiclass_margins(
-        problem.train_inputs[implications].double() @ block.transpose(1, 2), problem.train_targets[implications]
+        problem.train_inputs.cpu()[implications].double() @ block.transpose(1, 2),
+        problem.train_targets.cpu()[implications],
     )
-    test = multiclass_margins(problem.test_inputs.double() @ block.transpose(1, 2), problem.test_targets)
+    test = multiclass_margins(problem.test_inputs.cpu().double() @ block.transpose(1, 2), problem.test_targets.cpu())
     return test.mean(-1) / train.mean(-1)
 
 

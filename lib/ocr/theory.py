@@ -105,10 +105,10 @@ def svt(W: Tensor, tau: float) -> Tensor:
     if tau < 0:
         raise ValueError(f"tau must be >= 0, got {tau}")
     try:
-        U, s, Vh = torch.linalg.svd(W, full_matrices=False)
+        U, s, Vh = torch.linalg.svd(W.cpu(), full_matrices=False)  # on the CPU: mps has no SVD
     except torch.linalg.LinAlgError:  # LAPACK's divide-and-conquer SVD can fail on many repeated singular values
         return svt_by_eigh(W, tau)
-    return (U * (s - tau).clamp_min(0)) @ Vh
+    return ((U * (s - tau).clamp_min(0)) @ Vh).to(W.device)
 
 
 def svt_by_eigh(W: Tensor, tau: float) -> Tensor:
@@ -118,10 +118,11 @@ def svt_by_eigh(W: Tensor, tau: float) -> Tensor:
         raise ValueError(f"tau must be >= 0, got {tau}")
     if W.shape[0] > W.shape[1]:
         return svt_by_eigh(W.T, tau).T
-    evals, U = torch.linalg.eigh(W @ W.T)
+    on_cpu = W.cpu()  # eigh on the CPU, as svt's SVD
+    evals, U = torch.linalg.eigh(on_cpu @ on_cpu.T)
     s = evals.clamp_min(0).sqrt()
     keep = torch.where(s > tau, 1 - tau / s.clamp_min(torch.finfo(W.dtype).tiny), torch.zeros_like(s))
-    return (U * keep) @ (U.T @ W)
+    return ((U * keep) @ (U.T @ on_cpu)).to(W.device)
 
 
 def balanced_factors(W: Tensor) -> tuple[Tensor, Tensor]:
@@ -135,9 +136,9 @@ def balanced_factors(W: Tensor) -> tuple[Tensor, Tensor]:
     Returns:
         ``A`` ``(m, k)`` and ``B`` ``(n, k)``, ``k = min(m, n)``.
     """
-    U, s, Vh = torch.linalg.svd(W, full_matrices=False)
+    U, s, Vh = torch.linalg.svd(W.cpu(), full_matrices=False)  # on the CPU: mps has no SVD
     root = s.sqrt()
-    return U * root, Vh.T * root
+    return (U * root).to(W.device), (Vh.T * root).to(W.device)
 
 
 def proximal_step(W: Tensor, inputs: Tensor, targets: Tensor, lr: float, lam: float) -> Tensor:
@@ -167,7 +168,7 @@ def shrink(W: Tensor, tau: float) -> Tensor:
 def matrix_norm(W: Tensor, norm: Norm) -> float:
     """``||W||_*`` or ``||W||_F`` of a 2-D matrix."""
     validate.one_of("norm", norm, NORMS)
-    return float(torch.linalg.matrix_norm(W, "nuc" if norm == "nuclear" else "fro"))
+    return float(torch.linalg.matrix_norm(W.cpu(), "nuc" if norm == "nuclear" else "fro"))  # nuclear: an SVD
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ class Solution:
     """A solution of ``min ||W|| s.t. constraints(W) >= 1``.
 
     Attributes:
-        W: ``(m, n)`` the minimizer.
+        W: ``(m, n)`` the minimizer, on the CPU (the solvers work in float64 there).
         norm: which norm was minimized.
         value: ``||W||`` at the solution.
         dual_value: sum of the Lagrange multipliers; equal to ``value`` at the exact optimum.
@@ -224,10 +225,10 @@ def solve_min_norm(
     Augmented Lagrangian: ``min_W ||W|| + rho/2 * sum relu(mu/rho + 1 - c(W))^2`` by FISTA (``inner`` steps,
     step ``1 / (rho * ||c||^2)`` with ``||c||`` found by power iteration), then
     ``mu <- relu(mu + rho (1 - c(W)))``, ``outer`` times at most; stops when the constraints hold to ``tol``
-    and the duality gap is below ``tol`` (relative).
+    and the duality gap is below ``tol`` (relative). Works in float64 on the CPU (mps has no float64).
 
     Args:
-        constraints: ``W (m, n) -> (K,)`` linear in ``W`` (e.g. all pairwise margins).
+        constraints: ``W (m, n) -> (K,)`` linear in ``W`` (e.g. all pairwise margins), on CPU float64 tensors.
         shape: ``(m, n)``.
         norm: one of :data:`NORMS`.
         adjoint: ``v (K,) -> (m, n)``, the adjoint of ``constraints`` (the gradient of ``<constraints(W), v>``);
@@ -298,7 +299,7 @@ def solve_max_margin(
         raise ValueError(
             f"targets must lie in [0, n_rows={n_rows}), got range [{int(targets.min())}, {int(targets.max())}]"
         )
-    X, y = inputs.double(), targets.long()
+    X, y = inputs.cpu().double(), targets.cpu().long()  # the solver works in float64 on the CPU
     others = other_rows(y, n_rows)
     return solve_min_norm(
         lambda W: pairwise_margins(W, X, y, others).flatten(),

@@ -175,7 +175,7 @@ def bootstrap_interval(
     batch = per_window.shape[-1]
     g = torch.Generator().manual_seed(validate.seed(seed))
     idx = torch.randint(0, batch, (samples, batch), generator=g).to(per_window.device)
-    values = statistic(per_window[..., idx]).flatten().double().cpu()
+    values = statistic(per_window[..., idx]).flatten().cpu().double()
     if values.numel() != samples:
         raise ValueError(f"statistic must return one value per resample ({samples}), got {values.numel()}")
     q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
