@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import os
 import random
-from typing import Literal, get_args
+import time
+from typing import Literal, TypeVar, get_args
 
 import numpy as np
 import torch
@@ -136,6 +137,69 @@ def check_device(device: torch.device | str | None) -> torch.device | None:
     if resolved.type not in usable:
         raise ValueError(f"device {str(resolved)!r} is not available on this machine; available: {', '.join(usable)}")
     return resolved
+
+
+Moved = TypeVar("Moved")
+
+
+def to_device(batch: Moved, device: torch.device | str) -> Moved:
+    """``batch`` with every tensor in it on ``device``: a tensor, or a tuple (named or not), list or dict of them,
+    nested; anything else is returned as it is. A tensor already there is not copied.
+
+    The book draws random data on the CPU and moves it with this, so every device sees the same numbers.
+    """
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)  # type: ignore[return-value]
+    if isinstance(batch, tuple):
+        moved = [to_device(item, device) for item in batch]
+        return type(batch)(*moved) if hasattr(batch, "_fields") else tuple(moved)  # type: ignore[return-value]
+    if isinstance(batch, list):
+        return [to_device(item, device) for item in batch]  # type: ignore[return-value]
+    if isinstance(batch, dict):
+        return {key: to_device(value, device) for key, value in batch.items()}  # type: ignore[return-value]
+    return batch
+
+
+def synchronize(device: torch.device | str | None = None) -> None:
+    """Wait until every kernel queued on ``device`` has finished (a no-op on the CPU, where nothing is queued).
+
+    A GPU runs kernels asynchronously: without this, a clock read after a training loop measures only how long
+    it took to queue the work.
+    """
+    kind = torch.device(device).type if device is not None else pick_device().type
+    if kind == "cuda":
+        torch.cuda.synchronize(device)
+    elif kind == "mps":
+        torch.mps.synchronize()
+
+
+def clock(device: torch.device | str | None = None) -> float:
+    """``time.perf_counter()`` once ``device`` has finished its queued work (:func:`synchronize`): time a stretch
+    of GPU work as ``start = clock(d)`` ... ``clock(d) - start``."""
+    synchronize(device)
+    return time.perf_counter()
+
+
+GPU_RTOL, GPU_ATOL = 1e-5, 1e-6
+"""How close two float32 results must be off the CPU where the maths says they are equal (:func:`assert_same`)."""
+
+
+def assert_same(actual: torch.Tensor, expected: torch.Tensor, message: str) -> None:
+    """Assert that two results the maths says are equal are: bit for bit on the CPU, where the book's computations
+    are deterministic, and within ``rtol`` :data:`GPU_RTOL`, ``atol`` :data:`GPU_ATOL` elsewhere, where a GPU may
+    sum in another order (cuBLAS picks its kernel by the shapes, e.g. by the batch size).
+
+    Raises:
+        AssertionError: ``message``, with where they differ most.
+    """
+    if actual.device.type == "cpu" and expected.device.type == "cpu":
+        if not torch.equal(actual, expected):
+            gap = (actual.double() - expected.double()).abs().max().item() if actual.shape == expected.shape else None
+            raise AssertionError(f"{message} (not bit for bit on the CPU; largest difference {gap})")
+        return
+    torch.testing.assert_close(
+        actual, expected, rtol=GPU_RTOL, atol=GPU_ATOL, msg=lambda detail: f"{message}\n{detail}"
+    )
 
 
 def seed_everything(seed: int) -> torch.Generator:

@@ -1,8 +1,11 @@
 """One small training loop shared by every chapter.
 
-The loop is deliberately plain: each step asks ``make_batch`` for a fresh batch (generated on the
-model's device from a seeded ``torch.Generator``), computes ``loss_fn(model, batch)``, and takes one
+The loop is deliberately plain: each step asks ``make_batch`` for a fresh batch (drawn from a seeded
+CPU ``torch.Generator`` and moved to the model's device), computes ``loss_fn(model, batch)``, and takes one
 optimizer step. What it adds over a hand-written loop:
+
+- the same batches on every device: a CUDA generator (Philox) draws other numbers than the CPU's (Mersenne
+  Twister) for the same seed, so batches drawn on a GPU would train the model on other data;
 
 - the loss history is kept on the device (no host sync per step) and returned on the CPU;
 - snapshots of the parameters at chosen steps ("checkpoints"), with an optional evaluation there;
@@ -15,7 +18,6 @@ optimizer step. What it adds over a hand-written loop:
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
@@ -24,6 +26,7 @@ import torch
 from torch import nn
 
 from lib.core import validate
+from lib.core.device import clock, to_device
 
 OptimizerName = Literal["adamw", "adam", "sgd"]
 
@@ -146,8 +149,9 @@ def train(
     """Train ``model`` in place and return its :class:`History`.
 
     Args:
-        model: any ``nn.Module``; its device decides where batches are made.
-        make_batch: ``(batch_size, generator) -> batch``; ``generator`` lives on the model's device.
+        model: any ``nn.Module``; its device is where batches are moved (:func:`lib.core.device.to_device`).
+        make_batch: ``(batch_size, generator) -> batch`` (a tensor or a tuple of tensors); ``generator`` is a
+            CPU generator seeded with ``config.seed``, so every device trains on the same data.
         loss_fn: ``(model, batch) -> loss``, a scalar or a vector of independent losses (one per seed).
         config: steps, optimizer and checkpoint settings.
         evaluate: called under ``torch.inference_mode`` at every checkpoint step; its result is kept.
@@ -155,7 +159,7 @@ def train(
     from tqdm.auto import tqdm
 
     device = model_device(model)
-    generator = torch.Generator(device=device).manual_seed(config.seed)
+    generator = torch.Generator().manual_seed(config.seed)
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("the model has no trainable parameters")
@@ -179,12 +183,12 @@ def train(
     losses: torch.Tensor | None = None
     bar = tqdm(total=config.steps, desc=config.desc, disable=not progress_enabled(config.progress), leave=False)
     refresh = max(1, config.steps // 50)  # a host sync for the bar only every 2% of the run
-    start = time.perf_counter()
+    start = clock(device)
     model.train()
     if 0 in wanted:
         checkpoint(0)
     for step in range(1, config.steps + 1):
-        batch = make_batch(config.batch_size, generator)
+        batch = to_device(make_batch(config.batch_size, generator), device)
         loss = loss_fn(model, batch)
         if losses is None:
             losses = torch.empty((config.steps, *loss.shape), device=loss.device, dtype=torch.float32)
@@ -201,6 +205,6 @@ def train(
             bar.set_postfix(loss=f"{losses[step - 1].float().mean().item():.3f}")
     bar.close()
     assert losses is not None  # config.steps >= 1: the loop ran
-    history.seconds = time.perf_counter() - start
+    history.seconds = clock(device) - start  # after the device's queued steps have run
     history.loss = losses.cpu()
     return history

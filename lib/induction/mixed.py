@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from lib.core import validate
+from lib.core.device import check_device, to_device
 from lib.core.heads import Head, check_heads
 from lib.core.tokens import BOS, EVAL_SEED
 from lib.core.train import History, TrainConfig, train
@@ -125,8 +126,14 @@ class MixedBatch(NamedTuple):
     unigram: torch.Tensor  # (batch, seq_len - 1) bool: the next token is a draw from the unigram distribution
 
 
-def mixed_sequences(batch: int, generator: torch.Generator, config: MixedConfig = MixedConfig()) -> MixedBatch:
-    """Draw ``batch`` sequences of the mixed task (module docstring) on ``generator.device``.
+def mixed_sequences(
+    batch: int,
+    generator: torch.Generator,
+    config: MixedConfig = MixedConfig(),
+    device: torch.device | str | None = None,
+) -> MixedBatch:
+    """Draw ``batch`` sequences of the mixed task (module docstring) on ``generator.device`` (the CPU for
+    :func:`lib.induction.sequences.seeded_generator`'s), then move them to ``device`` (default: left there).
 
     Loss position ``p`` predicts ``tokens[:, p + 1]``. ``repeated`` is True where that token is a repeat's
     ``i + 1``-th token and the current token its ``i``-th (seen before, followed then by the answer); ``unigram``
@@ -134,6 +141,7 @@ def mixed_sequences(batch: int, generator: torch.Generator, config: MixedConfig 
     first token (nothing in the context points to it).
     """
     validate.positive_int("batch", batch)
+    target = check_device(device)
     device = generator.device
     n = config.seq_len - 1
 
@@ -158,7 +166,8 @@ def mixed_sequences(batch: int, generator: torch.Generator, config: MixedConfig 
             repeated |= inside & (j > start)
     body = torch.where(in_segment, segment.gather(1, offset), draws)
     tokens = torch.cat([torch.full((batch, 1), BOS, dtype=torch.int64, device=device), body], dim=1)
-    return MixedBatch(tokens, repeated, ~in_segment)
+    drawn = MixedBatch(tokens, repeated, ~in_segment)
+    return drawn if target is None else to_device(drawn, target)
 
 
 def make_batch_fn(config: MixedConfig = MixedConfig()) -> Callable[[int, torch.Generator], torch.Tensor]:
@@ -171,9 +180,10 @@ def make_batch_fn(config: MixedConfig = MixedConfig()) -> Callable[[int, torch.G
 
 
 def eval_batch(config: MixedConfig = MixedConfig(), device: torch.device | str = "cpu", n: int = 512) -> MixedBatch:
-    """The fixed evaluation set of the mixed task: ``n`` sequences from a generator seeded with ``EVAL_SEED``."""
+    """The fixed evaluation set of the mixed task: ``n`` sequences from a CPU generator seeded with ``EVAL_SEED``,
+    moved to ``device`` (the same set on every device)."""
     validate.positive_int("n", n)
-    return mixed_sequences(n, seeded_generator(EVAL_SEED, device), config)
+    return mixed_sequences(n, seeded_generator(EVAL_SEED), config, check_device(device))
 
 
 def late_masks(data: MixedBatch, config: MixedConfig = MixedConfig()) -> dict[PositionKind, torch.Tensor]:

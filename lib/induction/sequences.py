@@ -112,25 +112,32 @@ def _distinct_tokens(batch: int, length: int, vocab: int, generator: torch.Gener
 
 
 def repeated_sequences(
-    batch: int, generator: torch.Generator, config: InductionConfig = InductionConfig()
+    batch: int,
+    generator: torch.Generator,
+    config: InductionConfig = InductionConfig(),
+    device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Training sequences: BOS, then a random segment of per-sample length, repeated until full.
 
-    The segment's tokens are distinct, so "what followed this token last time" has one answer.
+    The segment's tokens are distinct, so "what followed this token last time" has one answer. They are drawn on
+    ``generator.device`` (the CPU for :func:`seeded_generator`'s, the same numbers on every machine), then moved to
+    ``device`` (default: where they were drawn).
 
     Returns:
-        tokens: ``(batch, seq_len) int64`` on ``generator.device``; ``tokens[:, 0] == BOS`` and
+        tokens: ``(batch, seq_len) int64``; ``tokens[:, 0] == BOS`` and
             ``tokens[b, 1 + i] == tokens[b, 1 + i % period[b]]``.
         period: ``(batch,) int64``, the segment length of each sample, in ``[min_repeat, max_repeat]``.
     """
     validate.positive_int("batch", batch)
+    target = check_device(device)
     device = generator.device
     period = torch.randint(config.min_repeat, config.max_repeat + 1, (batch,), generator=generator, device=device)
     segment = _distinct_tokens(batch, config.max_repeat, config.vocab, generator)
     index = torch.arange(config.seq_len - 1, device=device)[None, :] % period[:, None]
     body = segment.gather(1, index)
     bos = torch.full((batch, 1), BOS, dtype=torch.int64, device=device)
-    return torch.cat([bos, body], dim=1), period
+    tokens = torch.cat([bos, body], dim=1)
+    return (tokens, period) if target is None else (tokens.to(target), period.to(target))
 
 
 def every_period(config: InductionConfig = InductionConfig(), seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -177,7 +184,10 @@ def repeat_mask(period: torch.Tensor, config: InductionConfig = InductionConfig(
 
 
 def prefix_matching_tokens(
-    batch: int, generator: torch.Generator, config: InductionConfig = InductionConfig()
+    batch: int,
+    generator: torch.Generator,
+    config: InductionConfig = InductionConfig(),
+    device: torch.device | str | None = None,
 ) -> torch.Tensor:
     """Olsson et al.'s prefix-matching set, with a segment length that varies per sequence.
 
@@ -189,11 +199,13 @@ def prefix_matching_tokens(
     right only in the sequences whose segment length divides ``d + 1``.
 
     Returns:
-        ``(batch, seq_len) int64`` on ``generator.device``; :func:`repeat_period` recovers each segment length.
+        ``(batch, seq_len) int64``, drawn on ``generator.device`` and moved to ``device`` (default: left there);
+        :func:`repeat_period` recovers each segment length.
     """
     validate.positive_int("batch", batch)
     shortest, longest = config.prefix_periods
-    return repeated_sequences(batch, generator, replace(config, min_repeat=shortest, max_repeat=longest))[0]
+    short = replace(config, min_repeat=shortest, max_repeat=longest)
+    return repeated_sequences(batch, generator, short, device)[0]
 
 
 def repeat_period(tokens: torch.Tensor) -> torch.Tensor:
@@ -291,9 +303,13 @@ def best_offset_mix(
     return score.detach(), torch.stack(losses)
 
 
-def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
-    """A ``torch.Generator`` on ``device`` seeded with ``seed`` (evaluation sets are made from one)."""
-    return torch.Generator(device=check_device(device)).manual_seed(validate.seed(seed))
+def seeded_generator(seed: int) -> torch.Generator:
+    """A CPU ``torch.Generator`` seeded with ``seed`` (evaluation sets are made from one).
+
+    Always on the CPU: a CUDA generator draws other numbers for the same seed, so data drawn there would differ
+    from the CPU's. Draw with it, then move the data (the ``device`` argument of :func:`repeated_sequences`).
+    """
+    return torch.Generator().manual_seed(validate.seed(seed))
 
 
 class EvalSets(NamedTuple):
@@ -309,14 +325,16 @@ class EvalSets(NamedTuple):
 def eval_sets(
     config: InductionConfig = InductionConfig(), device: torch.device | str = "cpu", n: int = 256
 ) -> EvalSets:
-    """The evaluation sets of chapters 5-7, drawn in one fixed order from a generator seeded with ``EVAL_SEED``.
+    """The evaluation sets of chapters 5-7, drawn in one fixed order from a CPU generator seeded with ``EVAL_SEED``
+    and moved to ``device`` (the same sets on every device).
 
     Every chapter that scores heads or measures in-context learning uses these, so their numbers are comparable.
     ``n`` is the number of repeated sequences; the prefix-matching set has 64, the copying set 25 tokens.
     """
     validate.positive_int("n", n)
-    generator = seeded_generator(EVAL_SEED, device)
-    tokens, period = repeated_sequences(n, generator, config)
-    prefix_tokens = prefix_matching_tokens(64, generator, config)
-    copy_tokens = torch.randint(1, config.vocab, (25,), generator=generator, device=generator.device)
+    target = check_device(device)
+    generator = seeded_generator(EVAL_SEED)
+    tokens, period = repeated_sequences(n, generator, config, target)
+    prefix_tokens = prefix_matching_tokens(64, generator, config, target)
+    copy_tokens = torch.randint(1, config.vocab, (25,), generator=generator).to(target)
     return EvalSets(tokens, period, repeat_mask(period, config), prefix_tokens, copy_tokens)

@@ -227,10 +227,12 @@ def _pad(rows: list[list[int]], pad_id: int, device: torch.device | str | None) 
 
 def sentence_batches(ids: Tensor, mask: Tensor) -> Callable[[int, torch.Generator], SentenceBatch]:
     """A ``make_batch(batch_size, generator)`` for :func:`lib.core.train.train`: sentences drawn uniformly
-    with replacement, on the device of ``ids``; a batch is ``(ids, mask)``, both (batch, max_tokens)."""
+    with replacement (on the generator's device, the CPU in ``train``), returned on the device of ``ids``; a batch
+    is ``(ids, mask)``, both (batch, max_tokens)."""
 
     def make_batch(batch_size: int, generator: torch.Generator) -> SentenceBatch:
-        pick = torch.randint(0, len(ids), (batch_size,), generator=generator, device=ids.device)
+        pick = torch.randint(0, len(ids), (batch_size,), generator=generator, device=generator.device)
+        pick = pick.to(ids.device)
         return ids[pick], mask[pick]
 
     return make_batch

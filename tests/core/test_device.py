@@ -104,7 +104,7 @@ def test_public_constructors_reject_bad_device_names():
     with pytest.raises(ValueError, match="unknown device 'gpu'"):
         models.make_model(sequences.InductionConfig(n_layers=1), seed=0, device="gpu")
     with pytest.raises(ValueError, match="unknown device 'gpu'"):
-        sequences.seeded_generator(0, "gpu")
+        sequences.repeated_sequences(2, sequences.seeded_generator(0), device="gpu")
     with pytest.raises(ValueError, match="unknown device 'gpu'"):
         lm.tiny_gpt2(lm.word_tokenizer(["a b c"]), device="gpu")
 
@@ -165,3 +165,49 @@ def test_import_lib_applies_the_thread_choice_once():
         [sys.executable, "-c", code], env={**env, "OMP_NUM_THREADS": "2"}, capture_output=True, text=True, check=True
     )
     assert chosen.stdout.strip() == "2"
+
+
+def test_to_device_moves_every_tensor_of_a_batch_and_keeps_its_shape():
+    """Tensors, tuples (named too), lists and dicts, nested; other values untouched; no copy where it is already."""
+    from lib.induction.mixed import MixedBatch
+
+    t = torch.arange(3)
+    batch = {"a": [t, (t, 1.5)], "b": MixedBatch(t, t > 0, t < 2), "c": "text"}
+    moved = device.to_device(batch, torch.device("meta"))
+    assert moved["a"][0].device.type == "meta" and moved["a"][1][0].device.type == "meta"
+    assert moved["a"][1][1] == 1.5 and moved["c"] == "text"
+    assert isinstance(moved["b"], MixedBatch) and moved["b"].repeated.device.type == "meta"
+    assert isinstance(moved["a"][1], tuple) and isinstance(moved["a"], list)
+    assert device.to_device(t, "cpu") is t
+
+
+def test_assert_same_is_exact_on_the_cpu():
+    a = torch.tensor([1.0, 2.0])
+    device.assert_same(a, a.clone(), "same")
+    with pytest.raises(AssertionError, match=r"different \(not bit for bit on the CPU; largest difference 2.38"):
+        device.assert_same(a, torch.nextafter(a, a + 1), "different")  # one float32 step apart (2.4e-7 at 2)
+
+
+def test_clock_on_the_cpu_is_perf_counter_after_a_no_op_sync():
+    before = device.clock("cpu")
+    assert device.clock(torch.device("cpu")) >= before
+    device.synchronize("cpu")  # nothing queued: returns at once
+
+
+def test_random_data_is_drawn_on_the_cpu_and_moved(monkeypatch):
+    """Every device sees the CPU's numbers: the generators are CPU generators, the results moved where asked."""
+    from lib.core.tokens import EVAL_SEED
+    from lib.induction import mixed, sequences
+
+    assert sequences.seeded_generator(3).device.type == "cpu"
+    # a device other than the CPU, without a GPU: meta tensors (shapes only) stand for it
+    monkeypatch.setattr(device, "available_devices", lambda: ["cpu", "meta"])
+    tokens, period = sequences.repeated_sequences(4, sequences.seeded_generator(3), device="meta")
+    assert tokens.device.type == period.device.type == "meta"
+    sets = sequences.eval_sets(device="meta", n=4)
+    assert all(t.device.type == "meta" for t in sets)
+    data = mixed.eval_batch(device="meta", n=4)
+    assert all(t.device.type == "meta" for t in data)
+    on_cpu = sequences.eval_sets(n=4)
+    again = sequences.repeated_sequences(4, sequences.seeded_generator(EVAL_SEED))[0]
+    assert torch.equal(on_cpu.tokens, again)

@@ -199,3 +199,20 @@ def test_no_warmup_is_the_plain_loop():
         optimizer.step()
     assert hist.loss.tolist() == losses
     assert torch.equal(model.weight, by_hand.weight)
+
+
+def test_batches_are_drawn_on_a_cpu_generator_and_moved_to_the_model():
+    """One data stream on every device: make_batch gets a CPU generator; its batch is moved to the model's device."""
+    seen = []
+
+    def make_batch(batch_size, generator):
+        seen.append(generator.device.type)
+        return regression_task()(batch_size, generator)
+
+    def loss(model, batch):
+        seen.append(batch[0].device.type)
+        return mse(model, batch)
+
+    torch.manual_seed(0)
+    train(torch.nn.Linear(3, 1), make_batch, loss, TrainConfig(steps=2, lr=0.01))
+    assert seen == ["cpu", "cpu"] * 2

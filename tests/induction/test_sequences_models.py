@@ -244,7 +244,7 @@ def test_eval_sets_are_fixed_and_drawn_in_chapter_order():
     """eval_sets is the recipe chapters 5-7 share: one seeded generator, repeated sequences, prefix set, copy tokens."""
     config = sequences.InductionConfig()
     sets = sequences.eval_sets(config, "cpu", n=16)
-    g = sequences.seeded_generator(EVAL_SEED, "cpu")
+    g = sequences.seeded_generator(EVAL_SEED)
     tokens, period = sequences.repeated_sequences(16, g, config)
     assert torch.equal(sets.tokens, tokens) and torch.equal(sets.period, period)
     assert torch.equal(sets.mask, sequences.repeat_mask(period, config))
