@@ -187,6 +187,11 @@ def numerical_rank_absolute(W, rel_tol):  # compares with rel_tol itself, not re
     return int((torch.linalg.svdvals(W) > rel_tol).sum())
 
 
+def numerical_rank_at_least(W, rel_tol):  # ">=" for "larger than": a zero matrix would have full rank
+    s = torch.linalg.svdvals(W)
+    return int((s >= rel_tol * s[0]).sum())
+
+
 def numerical_rank_torch_default(W, rel_tol):  # torch's own tolerance: machine precision, not rel_tol
     return int(torch.linalg.matrix_rank(W))
 
@@ -689,7 +694,7 @@ ROWS = [
     Row(
         ocr_checks.check_numerical_rank,
         theorem.numerical_rank,
-        (Wrong(numerical_rank_absolute), Wrong(numerical_rank_torch_default)),
+        (Wrong(numerical_rank_absolute), Wrong(numerical_rank_torch_default), Wrong(numerical_rank_at_least)),
     ),
     Row(
         ocr_checks.check_merged_forward,
