@@ -8,7 +8,7 @@ argument, what is allowed and what it got, and returns the value so it can be us
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import TypeVar
 
 import torch
@@ -97,9 +97,45 @@ def one_of(name: str, value: T, allowed: Collection[T]) -> T:
     return value
 
 
+def _described(value: object) -> str:
+    return f"shape {tuple(value.shape)} {value.dtype}" if isinstance(value, torch.Tensor) else type(value).__name__
+
+
+def token_ids(tokens: object, axes: Sequence[str], name: str = "tokens") -> torch.Tensor:
+    """``tokens`` if it is an int64 tensor with one axis per name in ``axes`` and at least one entry.
+
+    Reads only the shape and dtype, never the values: free on every device. :func:`token_range` checks the ids.
+    """
+    shape = f"({axes[0]},)" if len(axes) == 1 else f"({', '.join(axes)})"
+    if not (isinstance(tokens, torch.Tensor) and tokens.ndim == len(axes) and tokens.dtype == torch.int64):
+        raise ValueError(f"{name} must be a {shape} int64 tensor, got {_described(tokens)}")
+    if tokens.numel() == 0:
+        raise ValueError(f"{name} must hold at least one token id, got shape {tuple(tokens.shape)}")
+    return tokens
+
+
 def token_batch(tokens: object, name: str = "tokens") -> torch.Tensor:
-    """``tokens`` if it is a ``(batch, seq) int64`` tensor of token ids."""
-    if isinstance(tokens, torch.Tensor) and tokens.ndim == 2 and tokens.dtype == torch.int64:
-        return tokens
-    got = f"shape {tuple(tokens.shape)} {tokens.dtype}" if isinstance(tokens, torch.Tensor) else type(tokens).__name__
-    raise ValueError(f"{name} must be a (batch, seq) int64 tensor, got {got}")
+    """``tokens`` if it is a ``(batch, seq) int64`` tensor of token ids with at least one entry (:func:`token_ids`)."""
+    return token_ids(tokens, ("batch", "seq"), name)
+
+
+def token_range(tokens: torch.Tensor, d_vocab: int, name: str = "tokens") -> torch.Tensor:
+    """``tokens`` if every id is in ``[0, d_vocab)``.
+
+    Reads one min/max pair back from the tensor's device: one host sync on an accelerator, a few microseconds on
+    the CPU. Call it at public entry points, once per call, not per element or per head.
+    """
+    low, high = torch.stack([tokens.min(), tokens.max()]).tolist()
+    if low < 0 or high >= d_vocab:
+        raise ValueError(f"{name} must be token ids in [0, {d_vocab - 1}], got {low if low < 0 else high}")
+    return tokens
+
+
+def float_tensor(name: str, value: object, axes: str, min_ndim: int) -> torch.Tensor:
+    """``value`` if it is a floating-point tensor with at least ``min_ndim`` axes and at least one entry; ``axes``
+    names them in the message (``"(..., batch, seq - 1)"``). Reads only the shape and dtype."""
+    if not (isinstance(value, torch.Tensor) and value.is_floating_point() and value.ndim >= min_ndim):
+        raise ValueError(f"{name} must be a float tensor {axes}, got {_described(value)}")
+    if value.numel() == 0:
+        raise ValueError(f"{name} must have at least one entry, got shape {tuple(value.shape)}")
+    return value

@@ -150,17 +150,32 @@ def compare(
     print(f"PASSED {name}: all {len(cases)} cases match the reference.")
 
 
+BOOK_VERSION = "this is the book's version, not yours: run your cell above first (Shift+Enter), then this one"
+
+# Every function passing_or_reference has handed back in place of a learner's, by id (kept alive, so no id is
+# reused): a check cell run again finds the name still holding it, and must not report the book's own version as
+# the learner's. Identity with ``reference`` alone misses a reference written as a lambda in the check cell, which
+# is a new object every time the cell runs.
+_handed_back: dict[int, Callable[..., Any]] = {}
+
+
 def passing_or_reference(learner: F, check: Callable[[F], None], reference: F) -> F:
     """The learner's function if ``check`` passes it, else ``reference``, so the cells after an exercise still run.
 
-    A failing check prints why and that the chapter goes on with the reference. Under ``CIRCUITS_STRICT_CHECKS=1``
-    (set by ``make``) the failure is raised instead, so a broken solution cell fails the build.
+    A failing check prints why and that the chapter goes on with the reference. Given the book's version itself
+    (``reference``, or what an earlier call handed back: the check cell run again without the stub above it), the
+    check is not run: it would pass the book's own function as the learner's; this says so instead. Under
+    ``CIRCUITS_STRICT_CHECKS=1`` (set by ``make``) either is raised, so a broken solution cell fails the build.
     """
+    name = getattr(check, "__name__", "check")
     try:
+        if learner is reference or id(learner) in _handed_back:
+            raise CheckFailed(f"{name}: {BOOK_VERSION}")
         check(learner)
     except CheckFailed as failure:
         if os.environ.get(STRICT_ENV) == "1":
             raise
         print(f"{failure}\nNot solved yet: the cells below use the book's version until your function passes.")
+        _handed_back[id(reference)] = reference
         return reference
     return learner

@@ -175,6 +175,7 @@ def check_numerical_rank(numerical_rank: Callable[[torch.Tensor, float], int]) -
         (low_rank + 1e-6 * torch.randn(8, 6, generator=g), 1e-3),  # rank 3 plus rounding-size noise
         (torch.randn(5, 7, generator=g), 1e-2),
         (torch.diag(torch.tensor([1.0, 0.5, 0.2, 0.05])), 0.1),
+        (torch.zeros(3, 4), 1e-3),  # no singular value is larger than 0: rank 0
     ]
     compare("numerical_rank", numerical_rank, reference, cases)
 

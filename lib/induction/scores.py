@@ -41,7 +41,7 @@ ones, i.e. when it learns in context; more negative = more in-context learning.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 import torch
 import torch.nn.functional as F
@@ -84,8 +84,25 @@ def per_token_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
         ``(batch, seq - 1) float32``; entry ``p`` is the loss (nats) of predicting ``tokens[:, p + 1]``
         from ``tokens[:, : p + 1]``.
     """
+    tokens = _model_tokens(model, _loss_tokens(tokens))
+    return _next_token_loss(model(tokens), tokens)
+
+
+def _loss_tokens(tokens: torch.Tensor) -> torch.Tensor:
     validate.token_batch(tokens)
-    return next_token_loss(model(tokens), tokens)
+    validate.int_at_least("the number of positions in tokens", tokens.shape[1], 2, "a token and the next one")
+    return tokens
+
+
+def _model_tokens(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """``tokens`` if ``model`` can embed them: ``(batch, seq) int64``, ids in ``[0, d_vocab)``.
+
+    ``model`` has a ``cfg`` with ``d_vocab`` (a TransformerBridge, a SlimModel; both check ``n_ctx`` themselves).
+    One min/max pair is read back from the tokens' device (:func:`lib.core.validate.token_range`): once a training
+    step where :func:`per_token_loss` is the loss.
+    """
+    cfg: Any = model.cfg  # a TransformerBridgeConfig or a SlimConfig
+    return validate.token_range(validate.token_batch(tokens), cfg.d_vocab)
 
 
 def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -98,11 +115,16 @@ def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     Returns:
         ``(..., batch, seq - 1) float32``.
     """
+    _loss_tokens(tokens)
     if logits.shape[-3:-1] != tokens.shape:
         raise ValueError(
             f"logits (..., batch, seq, vocab) {tuple(logits.shape)} "
             f"do not match tokens (batch, seq) {tuple(tokens.shape)}"
         )
+    return _next_token_loss(logits, validate.token_range(tokens, logits.shape[-1]))
+
+
+def _next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     logprobs = F.log_softmax(logits[..., :-1, :].float(), dim=-1)
     target = tokens[:, 1:, None].expand(*logprobs.shape[:-1], 1)
     return -logprobs.gather(-1, target)[..., 0]
@@ -121,10 +143,12 @@ def prediction_shares(logits: torch.Tensor, tokens: torch.Tensor, mask: torch.Te
         ``(right, current)``: the share of the selected positions where the argmax is the next token, and where
         it is the current token ``tokens[:, p]`` itself (what an induction head without its shift copies).
     """
+    validate.token_batch(tokens)
     if logits.ndim != 3 or logits.shape[:2] != tokens.shape:
         raise ValueError(
             f"logits (batch, seq, vocab) {tuple(logits.shape)} do not match tokens (batch, seq) {tuple(tokens.shape)}"
         )
+    validate.token_range(tokens, logits.shape[-1])
     if mask.shape != (tokens.shape[0], tokens.shape[1] - 1) or mask.dtype != torch.bool:
         raise ValueError(f"mask must be a (batch, seq - 1) bool tensor, got {tuple(mask.shape)} {mask.dtype}")
     if not mask.any():
@@ -155,6 +179,7 @@ def masked_mean(loss: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     Returns:
         ``loss.shape[:-2]`` (a scalar for a single loss matrix).
     """
+    validate.float_tensor("loss", loss, "(..., batch, seq - 1)", 2)
     if mask.dtype != torch.bool or loss.shape[-2:] != mask.shape:
         raise ValueError(
             f"mask must be a bool tensor of the loss's last two axes {tuple(loss.shape[-2:])}, "
@@ -193,7 +218,7 @@ def icl_per_sequence(loss: torch.Tensor, early: Band, late: Band) -> torch.Tenso
     Returns:
         ``loss.shape[:-1]``: one score per sequence (a scalar for a ``(seq - 1,)`` loss).
     """
-    n = loss.shape[-1]
+    n = validate.float_tensor("loss", loss, "(..., batch, seq - 1) or (seq - 1,)", 1).shape[-1]
     first, second = _band("early", early, n), _band("late", late, n)
     if not first.stop <= second.start:
         raise ValueError(f"early must lie before late, got early={early!r}, late={late!r}")
@@ -216,6 +241,7 @@ def attention_patterns(model: TransformerBridge, tokens: torch.Tensor) -> torch.
     Returns:
         ``(n_layers, batch, n_heads, query, key)``; rows sum to 1 over the keys.
     """
+    _model_tokens(model, tokens)
     names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(model.cfg.n_layers)]
     with torch.inference_mode():
         _, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
@@ -223,7 +249,8 @@ def attention_patterns(model: TransformerBridge, tokens: torch.Tensor) -> torch.
 
 
 def _check_pattern(pattern: torch.Tensor, tokens: torch.Tensor | None = None) -> None:
-    if pattern.ndim < 4 or pattern.shape[-1] != pattern.shape[-2]:
+    validate.float_tensor("pattern", pattern, "(..., batch, heads, query, key)", 4)
+    if pattern.shape[-1] != pattern.shape[-2]:
         raise ValueError(
             f"pattern must be (..., batch, heads, query, key) with query == key, got shape {tuple(pattern.shape)}"
         )
@@ -240,7 +267,7 @@ def prefix_matching_mask(tokens: torch.Tensor) -> torch.Tensor:
     Returns:
         ``(batch, seq, seq) bool``: key ``j`` follows an earlier occurrence of query ``i``'s token.
     """
-    batch, seq = tokens.shape
+    batch, seq = validate.token_batch(tokens).shape
     same = tokens[:, None, :-1] == tokens[:, :, None]  # (batch, i, j - 1)
     mask = torch.zeros(batch, seq, seq, dtype=torch.bool, device=tokens.device)
     mask[:, :, 1:] = same
@@ -259,7 +286,7 @@ def prefix_matching_score(pattern: torch.Tensor, tokens: torch.Tensor) -> torch.
     Returns:
         ``(..., heads)``, each in ``[0, 1]``.
     """
-    _check_pattern(pattern, tokens)
+    _check_pattern(pattern, validate.token_batch(tokens))
     mask = prefix_matching_mask(tokens)  # (batch, q, k)
     has_match = mask.any(dim=-1)  # (batch, q)
     if not has_match.any():
@@ -295,6 +322,7 @@ def ov_logits(model: TransformerBridge, tokens: torch.Tensor) -> torch.Tensor:
         ``(n_layers, n_heads, n, vocab)``; the model has no LayerNorm, so this is exactly what the head
         adds to the logits (biases aside) when it puts all its attention on a token ``t``.
     """
+    validate.token_range(validate.token_ids(tokens, ("n",)), model.W_E.shape[0])
     with torch.inference_mode():
         embed = model.W_E[tokens]  # (n, d_model)
         ov = torch.einsum("nd,lhde,lhef->lhnf", embed, model.W_V, model.W_O)
@@ -315,8 +343,6 @@ def copying_score(model: TransformerBridge, tokens: torch.Tensor) -> torch.Tenso
     Returns:
         ``(n_layers, n_heads)`` in ``[-1, 1]``.
     """
-    if tokens.ndim != 1 or tokens.numel() == 0:
-        raise ValueError(f"tokens must be a non-empty 1-D tensor of token ids, got shape {tuple(tokens.shape)}")
     logits = ov_logits(model, tokens)
     centred = logits - logits.mean(dim=-1, keepdim=True)
     own = centred.gather(-1, tokens.view(1, 1, -1, 1).expand(*centred.shape[:2], -1, 1))[..., 0]

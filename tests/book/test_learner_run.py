@@ -6,7 +6,9 @@ every exercise met both ways a learner meets it:
 - the stub untouched: the check must say the exercise is not implemented yet and that the chapter goes on with
   the book's version;
 - then a wrong answer in the stub (``return None``, the stub and its check cell run again right after): the check
-  must say what differs and go on with the book's version too.
+  must say what differs and go on with the book's version too;
+- then the check cell once more on its own, as after "Run all" or after editing the stub without running it: the
+  name now holds the book's version, and the check must say so, never print PASSED.
 
 A check that raises anything but its own failure, or a cell that needs the learner's function to be right, stops
 "Run all": this test finds it. (Both ways in one run: each chapter is executed once, not twice.)
@@ -20,6 +22,8 @@ import nbformat
 import pytest
 from bookfiles import ROOT, tags
 from nbclient import NotebookClient
+
+from lib.exercises.framework import BOOK_VERSION
 
 pytestmark = pytest.mark.learner_run
 
@@ -51,7 +55,8 @@ def load(path):
 
 
 def with_wrong_answers(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """``nb`` with, after every exercise's check cell, its stub again with a wrong answer and the check again."""
+    """``nb`` with, after every exercise's check cell, its stub again with a wrong answer and the check again, then
+    the check cell alone once more (tag ``run-again``)."""
     nb = copy.deepcopy(nb)
     for stub, check in check_cells(nb):
         assert STUB_BODY.search(stub.source), f"a stub without `raise NotImplementedError`: {stub.source[:60]!r}"
@@ -59,8 +64,15 @@ def with_wrong_answers(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         wrong.source = STUB_BODY.sub(r"\1return None", stub.source)
         wrong.metadata["tags"] = ["exercise-stub", "wrong-answer"]
         at = nb.cells.index(check) + 1
-        nb.cells[at:at] = [wrong, copy.deepcopy(check)]
+        again = copy.deepcopy(check)
+        again.metadata["tags"] = [*tags(check), "run-again"]
+        nb.cells[at:at] = [wrong, copy.deepcopy(check), again]
     return nb
+
+
+def run_again(nb):
+    """The check cells :func:`with_wrong_answers` runs a second time without their stub."""
+    return [c for c in nb.cells if "run-again" in tags(c)]
 
 
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
@@ -74,12 +86,16 @@ def test_run_all_with_every_stub_untouched_then_wrong(path):
             )
         else:
             assert "not implemented yet" in out and FALLBACK in out, f"{path.name}: after {stub.source[:60]!r}: {out!r}"
+    for check in run_again(nb):
+        out = printed(check)
+        assert BOOK_VERSION in out and "PASSED" not in out, f"{path.name}: {check.source[:80]!r} run again: {out!r}"
 
 
 def test_each_exercise_is_met_both_ways():
     nb = with_wrong_answers(load(WITH_EXERCISES[0]))
     kinds = ["wrong-answer" in tags(stub) for stub, _ in check_cells(nb)]
     assert kinds == [False, True] * (len(kinds) // 2), kinds
+    assert [c.source for c in run_again(nb)] == [check.source for stub, check in check_cells(nb)[1::2]]
 
 
 def test_the_simulation_covers_every_exercise():

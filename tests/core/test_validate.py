@@ -66,6 +66,37 @@ def test_token_batch():
             validate.token_batch(bad)
 
 
+def test_token_ids_and_range():
+    copy = torch.tensor([0, 31])
+    assert validate.token_range(validate.token_ids(copy, ("n",)), 32) is copy
+    for bad, got in (
+        (torch.tensor([[0, 1]]), r"shape \(1, 2\) torch.int64"),
+        (torch.tensor([0.0]), r"shape \(1,\) torch.float32"),
+    ):
+        with pytest.raises(ValueError, match=rf"copy must be a \(n,\) int64 tensor, got {got}"):
+            validate.token_ids(bad, ("n",), "copy")
+    for empty in (torch.zeros(0, 5, dtype=torch.int64), torch.zeros(3, 0, dtype=torch.int64)):
+        with pytest.raises(ValueError, match=r"tokens must hold at least one token id, got shape \((0, 5|3, 0)\)"):
+            validate.token_batch(empty)
+    for bad, value in ((torch.tensor([[3, 32]]), 32), (torch.tensor([[-1, 5]]), -1), (torch.tensor([[-2, 40]]), -2)):
+        with pytest.raises(ValueError, match=rf"tokens must be token ids in \[0, 31\], got {value}$"):
+            validate.token_range(bad, 32)
+
+
+def test_float_tensor():
+    loss = torch.ones(2, 3)
+    assert validate.float_tensor("loss", loss, "(batch, seq - 1)", 2) is loss
+    for bad, got in (
+        (torch.ones(3), r"shape \(3,\) torch.float32"),
+        (loss.long(), r"shape \(2, 3\) torch.int64"),
+        (None, "NoneType"),
+    ):
+        with pytest.raises(ValueError, match=rf"loss must be a float tensor \(batch, seq - 1\), got {got}"):
+            validate.float_tensor("loss", bad, "(batch, seq - 1)", 2)
+    with pytest.raises(ValueError, match=r"loss must have at least one entry, got shape \(0, 3\)"):
+        validate.float_tensor("loss", torch.ones(0, 3), "(batch, seq - 1)", 2)
+
+
 def test_numbers():
     assert validate.positive_number("lr", 1e-3) == 1e-3
     assert validate.non_negative_number("weight_decay", 0) == 0.0

@@ -57,8 +57,89 @@ def test_copying_score_sign_and_range():
     assert scores.copying_score(fake_model(1.0), tokens)[0, 0].item() == pytest.approx(1.0)
     assert scores.copying_score(fake_model(-1.0), tokens)[0, 0].item() == pytest.approx(-1.0)
     assert scores.copying_score(fake_model(1.0), tokens)[0, 1].item() == 0.0
-    with pytest.raises(ValueError, match="1-D"):
+    with pytest.raises(ValueError, match=r"tokens must be a \(n,\) int64 tensor, got shape \(1, 4\)"):
         scores.copying_score(fake_model(1.0), tokens[None])
+
+
+# Issue 37: bad input on the learner's path. Each is a ValueError that names the value and what is allowed,
+# where torch raised IndexError ("index out of range in self"), a reshape RuntimeError, or a misleading message.
+INTS = dict(dtype=torch.int64)
+
+
+@pytest.fixture(scope="module")
+def hand():
+    return hand_built_model(32, 45)  # d_vocab 32
+
+
+@pytest.mark.parametrize(
+    "tokens, message",
+    [
+        (torch.tensor([[0, 5, 32, 7]]), r"tokens must be token ids in \[0, 31\], got 32"),  # one past the vocabulary
+        (torch.tensor([[0, 5, -1, 7]]), r"tokens must be token ids in \[0, 31\], got -1"),
+        (
+            torch.tensor([[0.0, 5.0, 6.0]]),
+            r"tokens must be a \(batch, seq\) int64 tensor, got shape \(1, 3\) torch.float32",
+        ),
+        (torch.tensor([0, 5, 6]), r"tokens must be a \(batch, seq\) int64 tensor, got shape \(3,\) torch.int64"),
+        (torch.zeros(0, 12, **INTS), r"tokens must hold at least one token id, got shape \(0, 12\)"),  # empty batch
+        (torch.zeros(2, 1, **INTS), r"positions in tokens must be an integer >= 2 \(a token and the next one\), got 1"),
+    ],
+)
+def test_per_token_loss_names_bad_tokens(hand, tokens, message):
+    with pytest.raises(ValueError, match=message):
+        scores.per_token_loss(hand, tokens)
+
+
+def test_next_token_loss_and_prediction_shares_name_bad_tokens():
+    logits = torch.zeros(1, 4, 10)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    for bad in (torch.tensor([[0, 1, 10, 2]]), torch.tensor([[0, 1, -3, 2]])):
+        with pytest.raises(ValueError, match=r"tokens must be token ids in \[0, 9\], got (10|-3)"):
+            scores.next_token_loss(logits, bad)
+        with pytest.raises(ValueError, match=r"tokens must be token ids in \[0, 9\], got (10|-3)"):
+            scores.prediction_shares(logits, bad, mask)
+    with pytest.raises(ValueError, match=r"int64 tensor, got shape \(1, 4\) torch.float32"):
+        scores.prediction_shares(logits, torch.zeros(1, 4), mask)  # would compare floats with the argmax ids
+    with pytest.raises(ValueError, match=r"at least one token id, got shape \(0, 4\)"):
+        scores.next_token_loss(torch.zeros(0, 4, 10), torch.zeros(0, 4, **INTS))
+
+
+def test_pattern_scores_name_bad_tokens_and_patterns():
+    perfect = one_hot_pattern(6, [0, 0, 1, 2, 3, 4])
+    with pytest.raises(ValueError, match=r"int64 tensor, got shape \(1, 6\) torch.float32"):
+        scores.prefix_matching_score(perfect, torch.tensor([[0.0, 5, 6, 5, 6, 5]]))  # not "no token occurs twice"
+    with pytest.raises(ValueError, match=r"at least one token id, got shape \(0, 6\)"):
+        scores.prefix_matching_score(perfect[:0], torch.zeros(0, 6, **INTS))
+    with pytest.raises(ValueError, match=r"int64 tensor, got shape \(6,\)"):
+        scores.prefix_matching_mask(torch.tensor([0, 5, 6, 5, 6, 5]))
+    for score in (scores.previous_token_score, lambda p: scores.prefix_matching_score(p, torch.zeros(1, 6, **INTS))):
+        with pytest.raises(ValueError, match=r"pattern must be a float tensor \(\.\.\., batch, heads, query, key\)"):
+            score(perfect.long())  # integer attention
+        with pytest.raises(ValueError, match=r"pattern must be a float tensor .*, got shape \(6, 6\)"):
+            score(perfect[0, 0])  # one head's (query, key) pattern, without its batch and head axes
+    with pytest.raises(ValueError, match=r"pattern must have at least one entry, got shape \(0, 1, 6, 6\)"):
+        scores.previous_token_score(perfect[:0])  # the mean of nothing: nan before
+
+
+def test_copying_and_patterns_name_tokens_outside_the_model(hand):
+    with pytest.raises(ValueError, match=r"tokens must be token ids in \[0, 3\], got 4"):
+        scores.copying_score(fake_model(1.0), torch.tensor([0, 4]))
+    with pytest.raises(ValueError, match=r"tokens must be a \(n,\) int64 tensor, got shape \(2,\) torch.float32"):
+        scores.copying_score(fake_model(1.0), torch.tensor([0.0, 1.0]))
+    with pytest.raises(ValueError, match=r"at least one token id, got shape \(0,\)"):
+        scores.copying_score(fake_model(1.0), torch.zeros(0, **INTS))
+    with pytest.raises(ValueError, match=r"tokens must be token ids in \[0, 31\], got 40"):
+        scores.attention_patterns(hand, torch.tensor([[0, 40]]))
+
+
+def test_loss_scores_name_a_loss_that_is_no_float_tensor():
+    for bad, got in ((torch.ones(2, 5, **INTS), r"shape \(2, 5\) torch.int64"), ([1.0, 2.0], "list")):
+        with pytest.raises(ValueError, match=rf"loss must be a float tensor .*, got {got}"):
+            scores.icl_score(bad, 0, 3)
+    with pytest.raises(ValueError, match=r"loss must have at least one entry, got shape \(0, 5\)"):
+        scores.icl_score(torch.ones(0, 5), 0, 3)  # an empty batch: the mean of nothing
+    with pytest.raises(ValueError, match=r"loss must be a float tensor \(\.\.\., batch, seq - 1\), got shape \(5,\)"):
+        scores.masked_mean(torch.ones(5), torch.ones(5, dtype=torch.bool))
 
 
 def test_icl_score_sign_convention():
