@@ -145,7 +145,8 @@ def seed_sweep(seed: int, save: bool = False) -> None:
     if save:
         run = mixed.Run(config, model.cfg.n_heads, seed, history.seconds, history.checkpoints)
         mixed.save_run(mixed.run_path(seed), run)
-        model = run.model_at(max(history.checkpoints), device)  # measure what the chapter loads (float16-rounded)
+        # measure what the chapter loads: the saved, float16-rounded checkpoint (``run`` holds the float32 one)
+        model = mixed.load_run(mixed.run_path(seed)).model_at(max(history.checkpoints), device)
     data = mixed.eval_batch(config, device, n=256)
     sets = sequences.eval_sets(config.model_config(), device)
     head_scores = scores.head_scores(model, sets.prefix_tokens, data.tokens[:64], sets.copy_tokens)
