@@ -21,19 +21,21 @@ resample; full ablation) removes on repeated and non-repeated late positions, be
 layer-1 heads (:func:`lib.induction.mixed.ablation_contrast`), and the per-head key path cuts from every layer-0 head
 (:func:`lib.induction.ablation.key_path_cut_losses`). Where no minority of heads meets the criteria, the two layer-1
 heads with the highest prefix-matching score stand in, and the output says so.
+
+Both run on :func:`lib.core.device.pick_device` (``CIRCUITS_DEVICE`` chooses), with data drawn on the CPU and moved;
+every clock reading waits for the device's queued work (:func:`lib.core.device.clock`).
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
 import torch
 
-from lib.core.device import pick_device
+from lib.core.device import clock, pick_device
 from lib.core.heads import Head, head_name
 from lib.core.train import snapshot
 from lib.induction import ablation, mixed, models, scores, sequences
@@ -78,13 +80,14 @@ def _plain(
     return torch.stack(out)
 
 
-def _best_time(fn: Callable[[], object], repeats: int = REPEATS) -> float:
+def _best_time(fn: Callable[[], object], device: torch.device, repeats: int = REPEATS) -> float:
+    """The fastest of ``repeats`` calls of ``fn`` (after one warm-up call), each until ``device`` has run its work."""
     fn()  # warm-up
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock(device)
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock(device) - start)
     return min(times)
 
 
@@ -104,8 +107,8 @@ def run() -> dict:
     book_total = plain_total = 0.0
     with torch.inference_mode():
         for kind in ablation.KINDS:
-            book = _best_time(partial(ablation.ablated_losses, model, tokens, ablations, kind))
-            plain = _best_time(partial(_plain, model, tokens, ablations, kind))
+            book = _best_time(partial(ablation.ablated_losses, model, tokens, ablations, kind), device)
+            plain = _best_time(partial(_plain, model, tokens, ablations, kind), device)
             assert torch.allclose(
                 ablation.ablated_losses(model, tokens, ablations, kind),
                 _plain(model, tokens, ablations, kind),
@@ -117,7 +120,7 @@ def run() -> dict:
             book_total, plain_total = book_total + book, plain_total + plain
     results["both kinds: speed-up"] = round(plain_total / book_total, 2)
     checkpoints = {step: snapshot(model) for step in range(0, 20 * CHECKPOINTS, 20)}
-    start = time.perf_counter()
+    start = clock(device)
     scores.over_checkpoints(
         model,
         checkpoints,
@@ -125,7 +128,7 @@ def run() -> dict:
     )
     results[
         f"chapter sweep ({CHECKPOINTS} checkpoints x {len(ablations)} ablations x {SEQUENCES} sequences x 2 kinds) s"
-    ] = round(time.perf_counter() - start, 2)
+    ] = round(clock(device) - start, 2)
     results["load average (1 min) at the end"] = round(os.getloadavg()[0], 2)
     return results
 
@@ -135,20 +138,22 @@ def seed_sweep(seed: int, save: bool = False) -> None:
 
     With ``save``, the run (every checkpoint) is written to :func:`lib.induction.mixed.run_path` of ``seed``.
     """
+    device = pick_device()
     config = mixed.MixedConfig()
-    model, history = mixed.train_model(config, seed)
+    model, history = mixed.train_model(config, seed, device=device)
     model.eval()
     if save:
         run = mixed.Run(config, model.cfg.n_heads, seed, history.seconds, history.checkpoints)
         mixed.save_run(mixed.run_path(seed), run)
-        model = run.model_at(max(history.checkpoints))  # measure what the chapter loads (float16-rounded)
-    data = mixed.eval_batch(config, n=256)
-    sets = sequences.eval_sets(config.model_config())
+        # measure what the chapter loads: the saved, float16-rounded checkpoint (``run`` holds the float32 one)
+        model = mixed.load_run(mixed.run_path(seed)).model_at(max(history.checkpoints), device)
+    data = mixed.eval_batch(config, device, n=256)
+    sets = sequences.eval_sets(config.model_config(), device)
     head_scores = scores.head_scores(model, sets.prefix_tokens, data.tokens[:64], sets.copy_tokens)
     found = scores.induction_heads(head_scores)
     with torch.inference_mode():
         clean = mixed.icl_by_kind(scores.per_token_loss(model, data.tokens), data, config)
-    print(f"seed {seed}: trained {history.loss.shape[0]} steps in {history.seconds:.0f} s")
+    print(f"seed {seed}: trained {history.loss.shape[0]} steps in {history.seconds:.0f} s on {device}")
     print(f"  ICL repeated {clean['repeated']:.2f}, non-repeated {clean['non-repeated']:.2f} nats")
     for name in ("prefix matching", "copying"):
         print(f"  layer 1 {name}: " + " ".join(f"{x:.2f}" for x in head_scores[name][1].tolist()))

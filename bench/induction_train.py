@@ -10,18 +10,21 @@ for
   AdamW at lr 1e-3, batch 64, sequences of 48 tokens in which a random segment of 5-23 tokens is
   repeated once and the rest is fresh random tokens, ``return_type="loss"`` and a ``.item()`` per step.
 
-Then the ratio of the two wall times. Run: ``PYTHONPATH=$PWD python bench/induction_train.py``.
+Then the ratio of the two wall times. Both run on :func:`lib.core.device.pick_device` (``CIRCUITS_DEVICE`` chooses),
+with their data drawn on the CPU and moved there, so the losses are the CPU's on every device; every clock reading
+waits for the device's queued work (:func:`lib.core.device.clock`).
+Run: ``PYTHONPATH=$PWD python bench/induction_train.py``.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import replace
 
 import torch
 from torch import nn
 
+from lib.core.device import clock, pick_device
 from lib.core.tokens import BOS
 from lib.induction import dynamics, models, scores, sequences
 
@@ -30,14 +33,15 @@ EVERY = 25
 
 
 def book(max_steps: int = 800) -> tuple[float, int | None, float | None]:
+    device = pick_device()
     config = sequences.InductionConfig()
-    model = models.make_model(config, seed=0)
-    tokens, period = sequences.repeated_sequences(256, sequences.seeded_generator(123), config)
+    model = models.make_model(config, seed=0, device=device)
+    tokens, period = sequences.repeated_sequences(256, sequences.seeded_generator(123), config, device)
     mask = sequences.repeat_mask(period, config)
-    start = time.perf_counter()
+    start = clock(device)
 
     def evaluate(m: nn.Module) -> tuple[float, float]:
-        return scores.masked_mean(scores.per_token_loss(m, tokens), mask).item(), time.perf_counter() - start
+        return scores.masked_mean(scores.per_token_loss(m, tokens), mask).item(), clock(device) - start
 
     steps = tuple(range(0, max_steps + 1, EVERY))
     # the chapter's settings (lr, batch size, optimizer), with this benchmark's length and checkpoints
@@ -50,8 +54,9 @@ def book(max_steps: int = 800) -> tuple[float, int | None, float | None]:
 
 def plain(max_steps: int = 3000) -> tuple[float, int | None, float | None]:
     seq, vocab = 48, 64
+    device = pick_device()
     config = sequences.InductionConfig(seq_len=seq, max_repeat=23, prefix_segment=11)  # (prefix set unused here)
-    model = models.make_model(config, seed=0)
+    model = models.make_model(config, seed=0, device=device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     generator = torch.Generator().manual_seed(0)
 
@@ -65,10 +70,10 @@ def plain(max_steps: int = 3000) -> tuple[float, int | None, float | None]:
         tokens = torch.where(repeated, tokens.gather(1, source), tokens)
         # predictable (aligned with the loss): the current token is a repeat and so is the next one
         predictable = (position[None, :-1] > length[:, None]) & (position[None, 1:] <= 2 * length[:, None])
-        return tokens, predictable
+        return tokens.to(device), predictable.to(device)  # drawn on the CPU: the same data on every device
 
     eval_tokens, eval_mask = batch(256)
-    start = time.perf_counter()
+    start = clock(device)
     hit = hit_time = None
     for step in range(1, max_steps + 1):
         tokens, _ = batch(64)
@@ -81,9 +86,9 @@ def plain(max_steps: int = 3000) -> tuple[float, int | None, float | None]:
             with torch.inference_mode():
                 repeated = scores.masked_mean(scores.per_token_loss(model, eval_tokens), eval_mask).item()
             if repeated < THRESHOLD:
-                hit, hit_time = step, time.perf_counter() - start
+                hit, hit_time = step, clock(device) - start
                 break
-    return step / (time.perf_counter() - start), hit, hit_time
+    return step / (clock(device) - start), hit, hit_time
 
 
 def run() -> dict:
@@ -105,7 +110,7 @@ def run() -> dict:
 
 
 def main() -> None:
-    print(f"torch threads: {torch.get_num_threads()}, load average: {os.getloadavg()}")
+    print(f"device: {pick_device()}, torch threads: {torch.get_num_threads()}, load average: {os.getloadavg()}")
     for key, value in run().items():
         print(f"{key:>36}: {value if value is None or isinstance(value, int) else f'{value:.2f}'}")
     print(f"load average at the end: {os.getloadavg()}")

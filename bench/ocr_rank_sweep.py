@@ -23,14 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
 import torch
 
-from lib.core.device import pick_device
+from lib.core.device import clock, pick_device
 from lib.ocr.onelayer import TRAINING, OneLayerConfig
 from lib.ocr.symbolic import SymbolicConfig, build_symbolic
 from lib.ocr.training import candidate_accuracy, train_on_task
@@ -64,9 +63,9 @@ def sweep(
     task_config, model_config = configs(setup, ranks, seeds)
     task = build_symbolic(task_config)
     train_config = replace(TRAINING, steps=steps, desc=f"rank sweep ({setup})")
-    start = time.perf_counter()
+    start = clock(device)
     result = train_on_task(task, model_config, train_config, eval_every=every, device=device)
-    seconds = time.perf_counter() - start
+    seconds = clock(device) - start
     steps_measured = result.steps.tolist()
     x, y = task.fixed("test_implications", per_subject=2, device=device)
     with torch.inference_mode():

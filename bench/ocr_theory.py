@@ -14,6 +14,10 @@ Usage: ``PYTHONPATH=$PWD python bench/ocr_theory.py`` (prints a JSON dict; ``ben
    minutes: read at the first step with training margin >= 10, 100 and 400, the held-out margin / training
    margin, ``||W||_* / training margin`` (the minimum is the solution's ``||W||_*``), the cosine with the
    solution and the number of singular values above 1/1000 of the largest.
+
+Everything here runs on the CPU whatever ``CIRCUITS_DEVICE`` says, on one torch thread: the problems are float64 and
+small, solved by the CPU's convex solver and by float64 gradient descent (mps has no float64), so the seconds printed
+are CPU seconds, and no device work needs waiting for.
 """
 
 from __future__ import annotations

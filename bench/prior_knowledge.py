@@ -17,9 +17,10 @@ The JSON files the chapter loads, all from this script on the 2-core CPU with on
   --replay``; ``prior_knowledge_lr2e-3.json`` and ``prior_knowledge_lr1e-2.json``: ``--seeds 5 --lr 2e-3`` and
   ``--lr 1e-2``.
 
-Re-running a command on the same machine gives the same numbers (checked on seed 0); an earlier set, written before
-the per-seed curves were recorded, differed from these in the second decimal (written by an earlier commit, perhaps
-on another machine: not traced).
+Every seed runs on :func:`lib.core.device.pick_device` (``CIRCUITS_DEVICE`` chooses; lib draws the batches on the
+CPU), and the device is printed. Re-running a command on the same machine gives the same numbers (checked on seed 0);
+an earlier set, written before the per-seed curves were recorded, differed from these in the second decimal (written
+by an earlier commit, perhaps on another machine: not traced).
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import time
 
 import torch
 
+from lib.core.device import clock, pick_device
 from lib.ocr import prior
 
 # two-sided 95% Student-t quantiles by degrees of freedom (for paired intervals over seeds)
@@ -93,12 +94,14 @@ def run(
         fine_tune = dataclasses.replace(fine_tune, lr=lr)
     data = dataclasses.replace(experiment.data, crossover=prior.CROSSOVER if crossover else None)
     experiment = dataclasses.replace(experiment, data=data, fine_tune=fine_tune, replay=replay)
-    start = time.perf_counter()
-    runs = [prior.run_prior_knowledge(experiment, seed) for seed in range(n_seeds)]
+    device = pick_device()
+    start = clock(device)
+    runs = [prior.run_prior_knowledge(experiment, seed, device) for seed in range(n_seeds)]
     true = experiment.data.world_rule.name
     (cf,) = [r.name for r in experiment.data.rules if r.link == "counterfactual"]
     t_i, c_i = runs[0].rules.index(true), runs[0].rules.index(cf)
     out: dict = {
+        "device": str(device),
         "seeds": n_seeds,
         "fine-tuning steps": fine_tune.steps,
         "fine-tuning lr": fine_tune.lr,
@@ -151,7 +154,7 @@ def run(
             r.crossover_after_pretraining for r in runs
         )
     out["chance"] = (len(experiment.data.world_rule.fact_values) - 1) / 2
-    out["seconds"] = time.perf_counter() - start
+    out["seconds"] = clock(device) - start
     if json_path is not None:
         payload = {
             "settings": {

@@ -12,6 +12,10 @@ smeared model is measured again with its smear switched off (every other weight 
 recorded; the final early and late losses of both arms are kept beside the scores. Chapter 6 reads the JSON this
 writes (``lib/data/smear_mixed.json``, ``smear.load_mixed_bench``).
 
+Every model trains on :func:`lib.core.device.pick_device` (``CIRCUITS_DEVICE`` chooses) with the CPU's data (batches and
+evaluation sequences drawn on the CPU and moved); the JSON's settings record the device, since each arm's seconds
+depend on it.
+
 Run: ``PYTHONPATH=$PWD OMP_NUM_THREADS=1 python bench/smear_mixed.py [--seeds 0 1 2 3 4] [--json PATH]``
 (both arms of a seed took 25-35 s on one core of the 2-core CPU with other jobs running).
 """
@@ -20,12 +24,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 
+from lib.core.device import clock, pick_device
 from lib.induction import mixed, scores, smear
 
 STEPS = 600
@@ -36,13 +40,14 @@ N_HEADS, N_EVAL = 4, 256
 ARMS = {"1 layer": False, "1 layer, smeared": True}
 
 
-def run_seed(seed: int) -> dict:
-    """Both arms of one seed: ICL curves by kind, and the smeared model's final ICL without its smear and sigma."""
+def run_seed(seed: int, device: torch.device) -> dict:
+    """Both arms of one seed on ``device``: ICL curves by kind, and the smeared model's final ICL without its smear
+    and sigma."""
     config = mixed.MixedConfig()
-    data = mixed.eval_batch(config, n=N_EVAL)
+    data = mixed.eval_batch(config, device, n=N_EVAL)
     found: dict = {}
     for arm, smeared in ARMS.items():
-        start = time.perf_counter()
+        start = clock(device)
         model, history = mixed.train_model(
             config,
             seed,
@@ -51,9 +56,10 @@ def run_seed(seed: int) -> dict:
             smeared=smeared,
             train_config=TRAINING,
             evaluate=lambda m: mixed.icl_of(m, data, config),
+            device=device,
         )
         found[arm] = {
-            "seconds": time.perf_counter() - start,
+            "seconds": clock(device) - start,
             "icl": {kind: [history.evals[s][kind] for s in history.checkpoint_steps] for kind in mixed.POSITION_KINDS},
         }
         with torch.inference_mode():  # the two terms of the last ICL scores: a worse late or a better early loss?
@@ -71,9 +77,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--json", type=Path, default=smear.MIXED_BENCH_PATH)
     args = parser.parse_args()
+    device = pick_device()
+    print(f"device {device}", flush=True)
     runs = {}
     for seed in args.seeds:
-        runs[str(seed)] = run_seed(seed)
+        runs[str(seed)] = run_seed(seed, device)
         last = {arm: {k: round(v[-1], 3) for k, v in r["icl"].items()} for arm, r in runs[str(seed)].items()}
         off = {k: round(v, 3) for k, v in runs[str(seed)]["1 layer, smeared"]["icl without the smear"].items()}
         print(f"seed {seed}: final ICL {last}; smeared without its smear {off}", flush=True)
@@ -84,6 +92,7 @@ def main() -> None:
         "lr": TRAINING.lr,
         "batch_size": TRAINING.batch_size,
         "eval sequences": N_EVAL,
+        "device": str(device),
     }
     result = {"settings": settings, "steps": list(TRAINING.checkpoint_steps), "runs": runs}
     args.json.write_text(json.dumps(result, indent=1) + "\n")

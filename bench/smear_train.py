@@ -11,6 +11,7 @@ Then the initialisation of the smear: the smeared arms again, for 400 steps (``l
 every head starting at ``sigma(alpha)`` 0.88 (``alpha = 2``, close to a plain model) and 0.12 (``alpha = -2``, close to
 "previous key only") instead of the chapter's 0.5. Chapter 6 cites these results.
 
+Every arm trains on :func:`lib.core.device.pick_device` (``CIRCUITS_DEVICE`` chooses) with the CPU's data.
 Run: ``PYTHONPATH=$PWD OMP_NUM_THREADS=1 python bench/smear_train.py`` (``bench/run_all.py`` calls :func:`run`).
 """
 
@@ -18,12 +19,12 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 from dataclasses import replace
 
 import torch
 from torch import nn
 
+from lib.core.device import clock, pick_device
 from lib.core.train import TrainConfig
 from lib.induction import dynamics, scores, sequences, smear
 
@@ -39,15 +40,16 @@ def train_arm(
     train_config: TrainConfig = smear.TRAINING,
 ) -> dict:
     """Train one arm over ``seeds``; wall time, phase-change steps and (smeared) the final mean sigma(alpha)."""
+    device = pick_device()
     config = sequences.InductionConfig().with_layers(n_layers)
-    sets = sequences.eval_sets(config, n=32)
+    sets = sequences.eval_sets(config, device, n=32)
 
     def repeated_loss(model: nn.Module) -> torch.Tensor:
         return scores.masked_mean(scores.per_token_loss(model, sets.tokens), sets.mask)
 
     found, sigmas, seconds = [], [], 0.0
     for seed in seeds:
-        start = time.perf_counter()
+        start = clock(device)
         model, history = smear.train_model(
             config,
             seed,
@@ -55,8 +57,9 @@ def train_arm(
             alpha=alpha,
             train_config=replace(train_config, progress=False),
             evaluate=repeated_loss,
+            device=device,
         )
-        seconds += time.perf_counter() - start  # includes building the model (a few ms)
+        seconds += clock(device) - start  # includes building the model (a few ms)
         steps = history.checkpoint_steps
         found.append(dynamics.phase_change_step(steps, [history.evals[s] for s in steps]))
         if smeared:
@@ -75,7 +78,11 @@ def train_arm(
 
 def run() -> dict:
     """The numbers, flat, ready for ``bench/run_all.py``."""
-    numbers: dict = {"torch threads": torch.get_num_threads(), "load average at start": round(os.getloadavg()[0], 2)}
+    numbers: dict = {
+        "device": str(pick_device()),
+        "torch threads": torch.get_num_threads(),
+        "load average at start": round(os.getloadavg()[0], 2),
+    }
     for arm, (n_layers, smeared) in smear.ARMS.items():
         for key, value in train_arm(n_layers, smeared, train_config=smear.arm_training(arm)).items():
             numbers[f"{arm} (3 seeds, {smear.ARM_STEPS[arm]} steps): {key}"] = value

@@ -3,7 +3,9 @@
 
 Usage: ``python scripts/measure_threads.py [--steps 100] [--busy]``. Each count runs in a fresh interpreter with
 ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` unset; ``--busy`` keeps one pure-Python busy loop running meanwhile
-(another program on the same CPU). Prints steps per second and the load average.
+(another program on the same CPU). Prints steps per second and the load average. It trains on the CPU whatever
+``CIRCUITS_DEVICE`` says (``models.train_model``'s default device): what it measures is torch's CPU thread count, which
+on a GPU only prepares batches.
 """
 
 from __future__ import annotations

@@ -37,14 +37,13 @@ import argparse
 import copy
 import dataclasses
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lib.core.device import pick_device  # noqa: E402
+from lib.core.device import clock, pick_device  # noqa: E402
 from lib.core.train import TrainConfig, make_optimizer, train  # noqa: E402
 from lib.induction import models, scores  # noqa: E402
 from lib.induction.natural import corpus, probes, runs
@@ -101,16 +100,12 @@ def main() -> None:
         trial_batch = corpus.batch_fn(ids.to(device), args.seq_len, seed=999)
         for i in range(25):
             if i == 5:
-                if device.type == "cuda":
-                    torch.cuda.synchronize()
-                start = time.perf_counter()
+                start = clock(device)  # once the 5 warm-up steps have run
             loss = scores.per_token_loss(trial, trial_batch(args.batch, None)).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        per_step = (time.perf_counter() - start) / 20
+        per_step = (clock(device) - start) / 20
         steps = min(steps, max(args.every, int(args.max_seconds / (per_step * 1.15)) // args.every * args.every))
         print(f"{args.tag}: {per_step * 1e3:.1f} ms/step -> {steps} steps", flush=True)
         del trial, opt
