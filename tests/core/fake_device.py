@@ -63,16 +63,18 @@ class PretendTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, inner: torch.Tensor) -> PretendTensor:
-        return torch.Tensor._make_wrapper_subclass(  # type: ignore[attr-defined]
-            cls,
-            inner.shape,
-            strides=inner.stride(),
-            storage_offset=inner.storage_offset(),
-            dtype=inner.dtype,
-            layout=inner.layout,
-            device=DEVICE,
-            requires_grad=inner.requires_grad,
-        )
+        # an inference tensor exactly when its numbers are one (a view of a normal tensor under inference_mode is not)
+        with torch.inference_mode(inner.is_inference()):
+            return torch.Tensor._make_wrapper_subclass(  # type: ignore[attr-defined]
+                cls,
+                inner.shape,
+                strides=inner.stride(),
+                storage_offset=inner.storage_offset(),
+                dtype=inner.dtype,
+                layout=inner.layout,
+                device=DEVICE,
+                requires_grad=inner.requires_grad,
+            )
 
     def __init__(self, inner: torch.Tensor) -> None:
         self.inner = inner
