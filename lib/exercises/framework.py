@@ -6,11 +6,14 @@ expected; :func:`passing_or_reference` lets the chapter go on with the reference
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import torch
+
+from lib.core.device import pick_device, to_device
 
 STRICT_ENV = "CIRCUITS_STRICT_CHECKS"
 
@@ -147,7 +150,47 @@ def compare(
                 f"{name}: case {i} of {len(cases)} differs: {found}.\n  input:    {inputs}\n"
                 f"  expected: {_short(expected)}\n  got:      {_short(got)}"
             )
-    print(f"PASSED {name}: all {len(cases)} cases match the reference.")
+    device = pick_device()
+    on_device = device.type != "cpu" and _compare_on_device(name, learner, reference, cases, device, atol, rtol)
+    also = f" (and one on {device})" if on_device else ""
+    print(f"PASSED {name}: all {len(cases)} cases match the reference{also}.")
+
+
+def _compare_on_device(
+    name: str,
+    learner: Callable[..., Any],
+    reference: Callable[..., Any],
+    cases: list[Sequence[Any]],
+    device: torch.device,
+    atol: float,
+    rtol: float,
+) -> bool:
+    """The first case with a tensor or a module, again with them on ``device`` (modules copied): a function that
+    works on the CPU must also work where the chapter runs it. Cases the reference itself cannot run there are
+    skipped; returns whether a case ran."""
+    for case in cases:
+        if not any(isinstance(arg, (torch.Tensor, torch.nn.Module)) for arg in case):
+            continue
+        moved = [
+            copy.deepcopy(arg).to(device) if isinstance(arg, torch.nn.Module) else to_device(arg, device)
+            for arg in case
+        ]
+        try:
+            expected = to_device(reference(*moved), "cpu")
+        except Exception:  # this case is not made for a device (e.g. an object holding CPU tensors)
+            continue
+        try:
+            got = to_device(learner(*moved), "cpu")
+        except Exception as error:
+            raise CheckFailed(
+                f"{name}: your function works on the CPU but raised {type(error).__name__} with its inputs on "
+                f"{device}: {error}\n  keep every tensor you make on the inputs' device (e.g. device=x.device)"
+            ) from None
+        found = difference(got, expected, atol, rtol)
+        if found:
+            raise CheckFailed(f"{name}: with its inputs on {device} your function differs: {found}")
+        return True
+    return False
 
 
 BOOK_VERSION = "this is the book's version, not yours: run your cell above first (Shift+Enter), then this one"

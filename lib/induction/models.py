@@ -113,8 +113,9 @@ def config_of(model: TransformerBridge) -> InductionConfig:
 
 
 def training_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
-    """Mean next-token loss over every position: the ``loss_fn`` for :func:`lib.core.train.train`."""
-    return per_token_loss(model, tokens).mean()
+    """Mean next-token loss over every position: the ``loss_fn`` for :func:`lib.core.train.train` (lib's own
+    batches, so the ids go unchecked: no read-back from the device a step)."""
+    return per_token_loss(model, tokens, check_ids=False).mean()
 
 
 TRAINING = TrainConfig(

@@ -74,18 +74,20 @@ SCORE_NAMES: tuple[ScoreName, ...] = get_args(ScoreName)
 """The head scores of :func:`head_scores`, in the order the book shows them."""
 
 
-def per_token_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+def per_token_loss(model: nn.Module, tokens: torch.Tensor, *, check_ids: bool = True) -> torch.Tensor:
     """Cross-entropy of predicting each next token.
 
     Args:
         tokens: ``(batch, seq) int64``.
+        check_ids: check that every id is in ``[0, d_vocab)`` (one read-back from the tokens' device). Training
+            loops that feed lib's own batches pass ``False``: on a GPU the read-back would wait for every step.
 
     Returns:
         ``(batch, seq - 1) float32``; entry ``p`` is the loss (nats) of predicting ``tokens[:, p + 1]``
         from ``tokens[:, : p + 1]``.
     """
-    tokens = _model_tokens(model, _loss_tokens(tokens))
-    return _next_token_loss(model(tokens), tokens)
+    tokens = _loss_tokens(tokens)
+    return _next_token_loss(model(_model_tokens(model, tokens) if check_ids else tokens), tokens)
 
 
 def _loss_tokens(tokens: torch.Tensor) -> torch.Tensor:
@@ -98,8 +100,7 @@ def _model_tokens(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     """``tokens`` if ``model`` can embed them: ``(batch, seq) int64``, ids in ``[0, d_vocab)``.
 
     ``model`` has a ``cfg`` with ``d_vocab`` (a TransformerBridge, a SlimModel; both check ``n_ctx`` themselves).
-    One min/max pair is read back from the tokens' device (:func:`lib.core.validate.token_range`): once a training
-    step where :func:`per_token_loss` is the loss.
+    One min/max pair is read back from the tokens' device (:func:`lib.core.validate.token_range`).
     """
     cfg: Any = model.cfg  # a TransformerBridgeConfig or a SlimConfig
     return validate.token_range(validate.token_batch(tokens), cfg.d_vocab)

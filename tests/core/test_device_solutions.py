@@ -67,8 +67,10 @@ CALLS: dict[str, dict[str, Call]] = {
     },
     "02_factorized_vs_merged": {
         "forward": lambda ns, d: ns["forward"](*on_device(list(PARAMS.values()), d), draw(6, high=10).to(d)),
-        "candidate_loss": lambda ns, d: ns["candidate_loss"](draw(5, 10).to(d), draw(5, high=4).to(d), torch.arange(4)),
-        "accuracy": lambda ns, d: ns["accuracy"](draw(5, 10).to(d), draw(5, high=4).to(d), torch.arange(4)),
+        "candidate_loss": lambda ns, d: ns["candidate_loss"](
+            draw(5, 10).to(d), draw(5, high=4).to(d), torch.arange(4).to(d)
+        ),
+        "accuracy": lambda ns, d: ns["accuracy"](draw(5, 10).to(d), draw(5, high=4).to(d), torch.arange(4).to(d)),
         "numerical_rank": lambda ns, d: ns["numerical_rank"](draw(6, 4).to(d), 1e-3),
         "merged_forward": lambda ns, d: ns["merged_forward"](
             draw(10, 10).to(d), draw(10, 10, seed=1).to(d), draw(3, 6, high=10).to(d)
@@ -134,18 +136,7 @@ NO_TENSOR_INPUT = {
     "05_induction_heads": {"previous_token_head_weights", "induction_head_weights"},
     "06_smeared_keys": {"smeared_induction_head_weights"},
 }
-LEAD = "issue 37: lead is fixing"
-XFAIL = {
-    ("02_factorized_vs_merged", "candidate_loss"): f"{LEAD} chapters/02 candidate_loss (CPU candidates vs answers)",
-    ("02_factorized_vs_merged", "accuracy"): f"{LEAD} chapters/02 accuracy (CPU candidates vs answers)",
-}
-CASES = [
-    pytest.param(stem, name, marks=pytest.mark.xfail(strict=True, reason=XFAIL[stem, name]))
-    if (stem, name) in XFAIL
-    else (stem, name)
-    for stem in CALLS
-    for name in CALLS[stem]
-]
+CASES = [(stem, name) for stem in CALLS for name in CALLS[stem]]
 
 
 @pytest.fixture(scope="module")

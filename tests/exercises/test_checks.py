@@ -1037,3 +1037,26 @@ def test_a_wrong_circuit_is_named_by_what_it_does():
         induction_checks.check_previous_token_head(previous_token_head_attending_to_itself)
     with pytest.raises(CheckFailed, match=r"your W_O has shape \(23, 8\), expected \(8, 23\)"):
         induction_checks.check_previous_token_head(previous_token_head_with_W_O_transposed)
+
+
+def test_a_check_runs_one_case_on_the_chapters_device(monkeypatch, capsys):
+    """Off the CPU, compare runs the first tensor case again on pick_device(): a function that mixes in a CPU
+    tensor fails there with a message that says so (a pretend GPU stands in: tests/core/fake_device.py)."""
+    from tests.core.fake_device import pretend_accelerator
+
+    def reference(x):
+        return x * 2
+
+    def keeps_device(x):
+        return x + x
+
+    def mixes_cpu(x):
+        return x + torch.ones(x.shape)  # made on the CPU: a GPU refuses to add it
+
+    cases = [(torch.arange(3.0),), (torch.ones(2),)]
+    with pretend_accelerator() as device:
+        monkeypatch.setattr(framework, "pick_device", lambda: device)
+        framework.compare("double", keeps_device, reference, cases)
+        with pytest.raises(framework.CheckFailed, match="works on the CPU but raised DeviceMixError with its inputs"):
+            framework.compare("double", mixes_cpu, lambda x: x + torch.ones(x.shape, device=x.device), cases)
+    assert "PASSED double: all 2 cases match the reference (and one on lazy)." in capsys.readouterr().out

@@ -90,6 +90,20 @@ def test_per_token_loss_names_bad_tokens(hand, tokens, message):
         scores.per_token_loss(hand, tokens)
 
 
+def test_training_skips_only_the_id_range_check(hand, monkeypatch):
+    """check_ids=False (lib's training loss) reads nothing back from the device; shapes are still checked."""
+    from lib.core import validate
+    from lib.induction import models
+
+    tokens = torch.tensor([[0, 5, 6, 7], [0, 1, 2, 3]])
+    checked = scores.per_token_loss(hand, tokens)
+    monkeypatch.setattr(validate, "token_range", lambda *a: pytest.fail("read back the ids"))
+    assert torch.equal(scores.per_token_loss(hand, tokens, check_ids=False), checked)
+    assert torch.equal(models.training_loss(hand, tokens), checked.mean())
+    with pytest.raises(ValueError, match="int64 tensor"):
+        scores.per_token_loss(hand, tokens.float(), check_ids=False)
+
+
 def test_next_token_loss_and_prediction_shares_name_bad_tokens():
     logits = torch.zeros(1, 4, 10)
     mask = torch.ones(1, 3, dtype=torch.bool)
