@@ -6,7 +6,8 @@ a fast tokenizer (``PreTrainedTokenizerFast``):
 - **offline**: a word-level tokenizer built here from the task's own text (:func:`word_tokenizer`) and
   a small randomly initialised GPT-2-style model (:func:`tiny_gpt2`): nothing is downloaded;
 - **pretrained**: :func:`load_pretrained` (``AutoModelForCausalLM`` / ``AutoTokenizer``) for a model
-  from the hub or a local folder, used only when :func:`hub_available` says the hub can be reached.
+  from the hub or a local folder; chapter 4 loads one through :func:`load_if_enabled`, only when the learner
+  switches the section on (:func:`pretrained_enabled`) and :func:`hub_available` says the hub can be reached.
 
 Then the same functions: :func:`fine_tune` on :meth:`SentenceTask.train_sentences` with
 :func:`lib.core.train.train`, :func:`score_questions` (sum of the candidate's token log-probabilities after
@@ -45,6 +46,17 @@ SentenceBatch = tuple[Tensor, Tensor]
 UNK, PAD, BOS, EOS = "[UNK]", "[PAD]", "[BOS]", "[EOS]"
 
 HUB_HOST = "huggingface.co"
+
+PRETRAINED_ENV = "CIRCUITS_PRETRAINED"
+"""Environment variable that switches chapter 4's pretrained section on (``1``, ``true``, ``yes`` or ``on``)."""
+
+PRETRAINED_TRAINING = TrainConfig(steps=300, lr=1e-4, batch_size=32, desc="pretrained LM")
+"""Chapter 4's fine-tuning of a pretrained model (and ``bench/pretrained_time.py``'s, which times it)."""
+
+PRETRAINED_RANK_BATCH = 64
+"""Rows per forward pass when chapter 4 ranks a pretrained model's candidates."""
+
+_YES = ("1", "true", "yes", "on")
 
 
 def word_tokenizer(texts: Sequence[str]) -> PreTrainedTokenizerFast:
@@ -149,7 +161,7 @@ def tiny_gpt2(
 def hub_available(timeout: float = 2.0, host: str = HUB_HOST) -> bool:
     """Whether the model hub can be reached: False at once if ``HF_HUB_OFFLINE`` is set, else a TCP connect
     to ``host`` that gives up after ``timeout`` seconds (name lookup included)."""
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _YES:
         return False
     result = [False]
 
@@ -189,6 +201,34 @@ def load_pretrained(
         else AutoModelForCausalLM.from_pretrained(name)
     )
     return (model.to(device) if device is not None else model), tokenizer
+
+
+def pretrained_enabled(run: bool) -> bool:
+    """Whether chapter 4's pretrained section is switched on: ``run`` (the chapter's flag) or :data:`PRETRAINED_ENV`."""
+    if not isinstance(run, bool):
+        raise ValueError(f"run must be True or False, got {run!r}")
+    return run or os.environ.get(PRETRAINED_ENV, "").strip().lower() in _YES
+
+
+def load_if_enabled(
+    name: str, run: bool, device: torch.device | str | None = None
+) -> tuple[nn.Module, PreTrainedTokenizerBase] | None:
+    """:func:`load_pretrained` ``name`` if the section is on (:func:`pretrained_enabled`) and the hub answers.
+
+    The hub is asked (:func:`hub_available`) only when the section is on, and nothing is downloaded unless both
+    hold. Prints one line saying which case applies; returns ``None`` when skipped.
+    """
+    if not pretrained_enabled(run):
+        print(
+            f"The pretrained section ({name}) is off: set RUN_PRETRAINED = True "
+            f"(or the environment variable {PRETRAINED_ENV}=1) to run it."
+        )
+        return None
+    if not hub_available():
+        print(f"The model hub cannot be reached: the pretrained section ({name}) is skipped.")
+        return None
+    print(f"Loading {name} from the hub (or its local cache).")
+    return load_pretrained(name, device)
 
 
 def _pad_id(tokenizer: PreTrainedTokenizerBase) -> int:

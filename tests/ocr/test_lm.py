@@ -134,6 +134,35 @@ def test_hub_available_is_quick_and_honours_offline(monkeypatch):
     assert time.perf_counter() - start < 1.5
 
 
+def test_pretrained_section_is_off_by_default_and_then_neither_asks_the_hub_nor_downloads(monkeypatch, capsys):
+    monkeypatch.delenv(lm.PRETRAINED_ENV, raising=False)
+    monkeypatch.setattr(lm, "hub_available", lambda *a, **k: pytest.fail("the hub was asked"))
+    monkeypatch.setattr(lm, "load_pretrained", lambda *a, **k: pytest.fail("a model was loaded"))
+    assert lm.pretrained_enabled(False) is False
+    assert lm.load_if_enabled("gpt2", False) is None
+    assert "RUN_PRETRAINED = True" in capsys.readouterr().out
+    for off in ("", "0", "no"):
+        monkeypatch.setenv(lm.PRETRAINED_ENV, off)
+        assert lm.load_if_enabled("gpt2", False) is None
+    with pytest.raises(ValueError, match="True or False"):
+        lm.pretrained_enabled("yes")  # type: ignore[arg-type]
+
+
+def test_pretrained_section_switched_on_loads_only_when_the_hub_answers(monkeypatch, capsys):
+    loaded = []
+    monkeypatch.setattr(lm, "load_pretrained", lambda name, device=None: loaded.append((name, device)) or "model")
+    monkeypatch.delenv(lm.PRETRAINED_ENV, raising=False)
+    monkeypatch.setattr(lm, "hub_available", lambda *a, **k: False)
+    assert lm.load_if_enabled("gpt2", True) is None
+    assert "cannot be reached" in capsys.readouterr().out and not loaded
+    monkeypatch.setattr(lm, "hub_available", lambda *a, **k: True)
+    assert lm.load_if_enabled("gpt2", True, "cpu") == "model"
+    monkeypatch.setenv(lm.PRETRAINED_ENV, "1")  # the environment variable switches it on as the flag does
+    assert lm.pretrained_enabled(False) is True
+    assert lm.load_if_enabled("Qwen/Qwen2.5-0.5B", False) == "model"
+    assert loaded == [("gpt2", "cpu"), ("Qwen/Qwen2.5-0.5B", None)]
+
+
 # --- fine-tuning -------------------------------------------------------------------------------
 
 
