@@ -11,6 +11,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -79,3 +80,10 @@ def chromium(profile: Path, width: int, height: int) -> Iterator:
             yield context
         finally:
             context.close()
+
+
+def only_local(page, address: str) -> None:
+    """Let ``page`` fetch from the served book at ``address`` only: the machine is offline, so requests for other
+    hosts are answered at once (aborted) instead of timing out."""
+    host = urlparse(address).netloc
+    page.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).netloc == host else route.abort())
