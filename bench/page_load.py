@@ -23,7 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "book"))
 from bookfiles import resolve, toc_files  # noqa: E402
-from test_browser import CHROMIUM_FLAGS, chromium_path  # noqa: E402
+from headless import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 
 PAINT = """() => {
   const paint = performance.getEntriesByName("first-contentful-paint")[0];

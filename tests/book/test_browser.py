@@ -10,32 +10,18 @@ and says why. Runs after ``make book`` (which calls it).
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import os
 import re
-import shutil
-import subprocess
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 from bookfiles import ROOT, resolve, toc_files
+from headless import chromium, serve
 
 HTML = ROOT / "_build" / "html"
 EXECUTED = ROOT / "_build" / "jupyter_execute"
 SHOTS = ROOT / "_build" / "screenshots"
-# Without these flags Chromium keeps retrying network connections on this offline machine.
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 
 # Checks of `make book`'s output: `make book` runs them right after building (marker built_book).
 pytestmark = [
@@ -44,52 +30,16 @@ pytestmark = [
 ]
 
 
-def chromium_path() -> str:
-    """Path of Debian's chromium, installing it when missing; skips the test where that cannot be done."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip(
-            "Chromium is not installed and cannot be installed here (needs root and apt-get): "
-            "install Debian's `chromium` package to run the browser test"
-        )
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            pytest.skip(f"could not install Chromium with {' '.join(cmd)}: {done.stderr.strip()[-300:]}")
-    return shutil.which("chromium")
-
-
 @pytest.fixture(scope="module")
 def server():
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(Quiet, directory=str(HTML))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve(HTML) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    executable = chromium_path()
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (see requirements.txt)")
-    with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")),  # a fresh user-data dir
-            executable_path=executable,
-            headless=True,
-            args=CHROMIUM_FLAGS,
-            viewport={"width": 1280, "height": 900},
-        )
+    with chromium(tmp_path_factory.mktemp("chromium-profile"), 1280, 900) as context:
         yield context
-        context.close()
 
 
 def expected_figures(page_path: Path) -> int:
