@@ -52,9 +52,10 @@ def book(max_steps: int = 800) -> tuple[float, int | None, float | None]:
     return max_steps / history.seconds, hit, (marks[hit][1] if hit is not None else None)
 
 
-def plain(max_steps: int = 3000) -> tuple[float, int | None, float | None]:
+def plain(max_steps: int = 3000, device: torch.device | None = None) -> tuple[float, int | None, float | None]:
+    """A hand-written loop: (steps per second, phase-change step, its seconds) on ``device`` (default: pick_device)."""
     seq, vocab = 48, 64
-    device = pick_device()
+    device = pick_device() if device is None else device
     config = sequences.InductionConfig(seq_len=seq, max_repeat=23, prefix_segment=11)  # (prefix set unused here)
     model = models.make_model(config, seed=0, device=device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)

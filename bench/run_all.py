@@ -128,9 +128,11 @@ def host_factor() -> float:
     speed. Only on a steady load: where other jobs come and go during a chapter, two 2-second samples can miss them
     (on 2026-12-02, with other jobs starting and stopping, factors of 1.4-6.7 came with reference-speed times of a third
     of the quiet ones), so the page flags a chapter over budget on this host whatever its factor."""
+    import torch
     from induction_train import plain
 
-    return round(REFERENCE_PLAIN_RATE / plain(max_steps=HOST_STEPS)[0], 2)
+    # on the CPU whatever the chapters run on: the factor measures the host's load, which the reference rate is of
+    return round(REFERENCE_PLAIN_RATE / plain(max_steps=HOST_STEPS, device=torch.device("cpu"))[0], 2)
 
 
 def time_chapter(path: Path) -> float:

@@ -1,6 +1,7 @@
 """What every chapter uses, whichever part it belongs to.
 
-- :mod:`~lib.core.device`: cuda, then mps, then cpu; seeds; torch's thread count.
+- :mod:`~lib.core.device`: cuda, else cpu (mps when asked); one data stream and exactness on every device; seeds;
+  torch's thread count.
 - :mod:`~lib.core.train`: the one training loop (``TrainConfig``, ``History``, progress bar, checkpoints).
 - :mod:`~lib.core.validate`: the checks of public inputs, each a ``ValueError`` that says what is allowed.
 - :mod:`~lib.core.heads`: attention heads as ``(layer, head)`` pairs and their ``"L1H3"`` names.

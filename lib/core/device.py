@@ -1,6 +1,6 @@
 """Pick the device every chapter runs on, the number of CPU threads, and seed every random number generator.
 
-The same code runs on a laptop CPU, an Apple GPU (mps) and a CUDA GPU: chapters ask
+The same code runs on a laptop CPU, an Apple GPU (mps, when asked) and a CUDA GPU: chapters ask
 :func:`pick_device` once and create every tensor on the model's device.
 
 Importing ``lib`` calls :func:`configure_threads` once: torch computes on ONE CPU thread
@@ -93,8 +93,15 @@ def available_devices() -> list[str]:
     return found
 
 
+AUTO_KINDS = ("cuda", "cpu")
+"""What ``"auto"`` picks from, best first. Apple's ``mps`` only when asked (``CIRCUITS_DEVICE=mps``): it has no
+float64 and no SVD (the book moves those to the CPU, but a learner's own exercise code would stop on them), and for
+models this small a laptop's CPU trains a chapter in minutes; a CUDA GPU runs the same code exactly as the CPU does,
+to rounding."""
+
+
 def pick_device(name: str | None = None) -> torch.device:
-    """Return the device to compute on: cuda, then mps, then cpu.
+    """Return the device to compute on: ``"auto"`` picks cuda, else the CPU (:data:`AUTO_KINDS`: mps only when asked).
 
     Args:
         name: ``"auto"`` (default), ``"cuda"``, ``"mps"`` or ``"cpu"``. When ``None``, the
@@ -111,7 +118,7 @@ def pick_device(name: str | None = None) -> torch.device:
         raise ValueError(f"unknown device {name!r}{source}; allowed: {', '.join(KNOWN_DEVICES)}")
     usable = available_devices()
     if kind == "auto":
-        return torch.device(usable[0])
+        return torch.device(next(k for k in usable if k in AUTO_KINDS))
     if kind not in usable:
         raise ValueError(f"device {kind!r} is not available on this machine; available: {', '.join(usable)}")
     return torch.device(kind)

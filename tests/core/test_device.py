@@ -13,6 +13,18 @@ def test_auto_picks_best_available(monkeypatch):
     assert device.pick_device("auto").type == device.available_devices()[0]
 
 
+def test_auto_takes_mps_only_when_asked(monkeypatch):
+    """A Mac: auto stays on the CPU; mps by name or CIRCUITS_DEVICE=mps. With CUDA there too, auto takes CUDA."""
+    monkeypatch.delenv(device.DEVICE_ENV, raising=False)
+    monkeypatch.setattr(device, "available_devices", lambda: ["mps", "cpu"])
+    assert device.pick_device() == torch.device("cpu")
+    assert device.pick_device("mps") == torch.device("mps")
+    monkeypatch.setenv(device.DEVICE_ENV, "mps")
+    assert device.pick_device() == torch.device("mps")
+    monkeypatch.setattr(device, "available_devices", lambda: ["cuda", "mps", "cpu"])
+    assert device.pick_device("auto") == torch.device("cuda")
+
+
 def test_cpu_always_available():
     assert device.pick_device("CPU") == torch.device("cpu")
 
