@@ -16,18 +16,10 @@ from lib.core.tokens import BOS
 from lib.induction import models, scores, smear
 from lib.induction.natural import probes, slim
 from lib.ocr import onelayer, sentences, split, symbolic
-from tests.core.fake_device import on_device, pretend_accelerator, real
+from tests.core.fake_device import draw, on_device, pretend_accelerator, real
 
 CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 Call = Callable[[dict[str, Any], torch.device], object]
-
-
-def draw(*shape: int, high: int | None = None, seed: int = 0) -> torch.Tensor:
-    """CPU numbers from a CPU generator: integers below ``high``, else standard normal floats."""
-    g = torch.Generator().manual_seed(seed)
-    if high is None:
-        return torch.randn(shape, generator=g)
-    return torch.randint(0, high, shape, generator=g)
 
 
 def solutions() -> dict[str, dict[str, Any]]:
