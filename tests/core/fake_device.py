@@ -163,6 +163,10 @@ def _dispatch(func: Any, args: Any, kwargs: dict[str, Any], mps: bool) -> Any:
     if func.overloadpacket is aten.to:
         copy = _to_copy_kwargs(args, kwargs)
         return args[0] if copy is None else _dispatch(aten._to_copy.default, (args[0],), copy, mps)
+    if func is aten._has_compatible_shallow_copy_type.default:
+        # Module.to under inference_mode asks whether `param.data = moved` may be set: a query, allowed across devices
+        # on a GPU; a PretendTensor cannot be a plain tensor's data, so the module makes a new parameter instead
+        return isinstance(args[0], PretendTensor) == isinstance(args[1], PretendTensor)
     device = _check(func, args, kwargs, mps)
     real_kwargs = {**kwargs, "device": torch.device("cpu")} if kwargs.get("device") is not None else kwargs
 

@@ -124,6 +124,8 @@ def test_moves_under_inference_mode() -> None:
         moved = x.to(device)
         assert moved.device == device and moved.to(moved) is moved
         assert moved.to(torch.float64).dtype == torch.float64 and moved.to(torch.float64).device == device
+        layer = torch.nn.Linear(3, 1).to(device)
+        assert layer.weight.device == device and layer(moved).device == device
         back = moved.to("cpu")
         assert type(back) is torch.Tensor and torch.equal(back, x)
         with pytest.raises(DeviceMixError):
