@@ -638,8 +638,6 @@ def test_every_tensor_function_is_called_or_excluded() -> None:
 
 # (function, device) -> the mix it makes there, until lib is fixed
 KNOWN_MIXES: dict[tuple[str, str], str] = {
-    ("lib.ocr.symbolic:symbolic_sequences", "cuda"): "symbolic.py:289 the task's CPU tables indexed by device subjects",
-    ("lib.ocr.symbolic:symbolic_sequences", "mps"): "symbolic.py:289 as on cuda",
     ("lib.ocr.sentences:mean_rank", "mps"): "sentences.py:226 device scores made float64 before .cpu()",
 }
 CASES = [
