@@ -24,7 +24,7 @@ from lib.core.train import TrainConfig
 from lib.induction import ablation, circuits, dynamics, handbuilt, mixed, models, scores, sequences, smear
 from lib.induction.natural import corpus, edits, probes, recipes, runs, slim
 from lib.ocr import lm, onelayer, prior, proximal, ranking, sentences, split, symbolic, theorem, theory, training
-from tests.core.fake_device import DeviceMixError, draw, on_device, pretend_accelerator, real
+from tests.core.fake_device import draw, on_device, pretend_accelerator, real
 
 Call = Callable[[torch.device], object]
 
@@ -636,23 +636,8 @@ def test_every_tensor_function_is_called_or_excluded() -> None:
     assert sorted((CALLS.keys() | EXCLUDED.keys()) - {name for name, _ in public_functions()}) == []
 
 
-# (function, device) -> the mix it makes there, until lib is fixed
-KNOWN_MIXES: dict[tuple[str, str], str] = {
-    ("lib.ocr.sentences:mean_rank", "mps"): "sentences.py:226 device scores made float64 before .cpu()",
-}
-CASES = [
-    pytest.param(
-        name,
-        kind == "mps",
-        id=f"{name}-{kind}",
-        marks=[pytest.mark.xfail(raises=DeviceMixError, strict=True)] if (name, kind) in KNOWN_MIXES else [],
-    )
-    for name in CALLS
-    for kind in ("cuda", "mps")
-]
-
-
-@pytest.mark.parametrize(("name", "mps"), CASES)
+@pytest.mark.parametrize("mps", [False, True], ids=["cuda", "mps"])
+@pytest.mark.parametrize("name", CALLS)
 def test_on_the_device(name: str, mps: bool) -> None:
     """The call runs on the pretend device (as cuda, or as mps: no float64, SVD or eigh there) and gives the CPU's
     result, within a tolerance: a subclass tensor takes the math path of fused kernels (attention), and a few Adam
