@@ -12,10 +12,12 @@ import re
 from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
+from unittest import mock
 
 import pytest
 import torch
 from torch import nn
+from torch.utils._pytree import tree_flatten
 
 import lib
 from lib.core import device as lib_device
@@ -24,7 +26,7 @@ from lib.core.train import TrainConfig
 from lib.induction import ablation, circuits, dynamics, handbuilt, mixed, models, scores, sequences, smear
 from lib.induction.natural import corpus, edits, probes, recipes, runs, slim
 from lib.ocr import lm, onelayer, prior, proximal, ranking, sentences, split, symbolic, theorem, theory, training
-from tests.core.fake_device import draw, on_device, pretend_accelerator, real
+from tests.core.fake_device import DeviceMixError, PretendTensor, draw, on_device, pretend_accelerator, real
 
 Call = Callable[[torch.device], object]
 
@@ -648,3 +650,56 @@ def test_on_the_device(name: str, mps: bool) -> None:
     with pretend_accelerator(mps=mps) as device:
         got = comparable(CALLS[name](device))
     assert_same_result(real(got), expected)
+
+
+def test_training_sees_the_cpu_batches() -> None:
+    """lib.core.train.train draws every batch on a CPU generator and moves it: the pretend device trains on exactly
+    the CPU's data (one data stream on every device)."""
+
+    def batches(d: torch.device) -> list[torch.Tensor]:
+        seen: list[torch.Tensor] = []
+
+        def loss_fn(net: nn.Module, batch: torch.Tensor) -> torch.Tensor:
+            assert batch.device == d
+            seen.append(real(batch))
+            return models.training_loss(net, batch)
+
+        train.train(model(d), sequences.make_batch_fn(TINY), loss_fn, QUIET)
+        return seen
+
+    expected = batches(torch.device("cpu"))
+    with pretend_accelerator() as device:
+        got = batches(device)
+    assert len(got) == QUIET.steps and all(torch.equal(a, b) for a, b in zip(got, expected, strict=True))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        lambda d: sequences.repeated_sequences(64, sequences.seeded_generator(5), TINY, d),
+        lambda d: sequences.eval_sets(TINY, d),
+        lambda d: mixed.eval_batch(MIXED, d),
+    ],
+    ids=["repeated_sequences", "eval_sets", "mixed.eval_batch"],
+)
+def test_data_is_the_cpus(data: Call) -> None:
+    """Data made for the device is the CPU's, bit for bit."""
+    expected = comparable(data(torch.device("cpu")))
+    with pretend_accelerator() as device:
+        got = comparable(data(device))
+    assert all(isinstance(t, PretendTensor) for t in tree_flatten(got)[0])
+    torch.testing.assert_close(real(got), expected, rtol=0, atol=0, check_device=False)
+
+
+def test_a_planted_cpu_tensor_fails_its_entry() -> None:
+    """A lib function that meets a CPU tensor fails its entry on the pretend device (and still runs on the CPU)."""
+    original = scores.previous_token_score
+
+    def planted(pattern: torch.Tensor) -> torch.Tensor:
+        return original(pattern) + torch.zeros(pattern.shape[-3])  # a (heads,) CPU constant
+
+    call = CALLS["lib.induction.scores:previous_token_score"]
+    with mock.patch.object(scores, "previous_token_score", planted):
+        call(torch.device("cpu"))
+        with pretend_accelerator() as device, pytest.raises(DeviceMixError, match="mixes devices"):
+            call(device)
