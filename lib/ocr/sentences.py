@@ -223,7 +223,8 @@ def mean_rank(scores: Tensor | Sequence[Tensor | Sequence[float]], answer: Tenso
     """
     if isinstance(scores, Tensor) and scores.ndim != 2:
         raise ValueError(f"scores must be 2-D (n_questions, n_candidates), got shape {tuple(scores.shape)}")
-    rows = [torch.as_tensor(r, dtype=torch.float64).flatten().cpu() for r in scores]
+    # to the CPU before float64 (mps has none); Python floats straight to float64
+    rows = [torch.as_tensor(r.cpu() if isinstance(r, Tensor) else r, dtype=torch.float64).flatten() for r in scores]
     answers = torch.as_tensor(answer).flatten().tolist()
     if not rows:
         raise ValueError("empty evaluation set: no questions to rank")

@@ -292,7 +292,9 @@ def factorized_descent(
     validate.positive_number("init_scale", init_scale)
     validate.seed(seed)
     R, n = max(ranks), inputs.shape[1]
-    mask = torch.stack([(torch.arange(R) < r).to(inputs.dtype) for r in ranks])[:, None, :]  # (S, 1, R)
+    mask = torch.stack([(torch.arange(R) < r) for r in ranks])[:, None, :].to(
+        inputs
+    )  # (S, 1, R), inputs' dtype, device
     gens = [torch.Generator().manual_seed(seed + i) for i in range(len(ranks))]
     A = torch.stack([torch.randn(n_rows, R, generator=g) for g in gens]).to(inputs) * init_scale * mask
     B = torch.stack([torch.randn(n, R, generator=g) for g in gens]).to(inputs) * init_scale * mask

@@ -149,7 +149,24 @@ def _check(func: Any, args: Any, kwargs: dict[str, Any], mps: bool) -> torch.dev
     return device
 
 
+def _to_copy_kwargs(args: Any, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``_to_copy`` that an ``aten.to`` call stands for (under ``inference_mode`` torch does not decompose ``to``):
+    its ``device`` and ``dtype``, or ``None`` where it changes neither (``to`` then returns its input)."""
+    self, rest = args[0], [*args[1:], *kwargs.values()]
+    other = next((a for a in rest if isinstance(a, torch.Tensor)), None)  # x.to(other)
+    device = other.device if other is not None else next((a for a in rest if isinstance(a, torch.device)), self.device)
+    dtype = other.dtype if other is not None else next((a for a in rest if isinstance(a, torch.dtype)), self.dtype)
+    return None if (device, dtype) == (self.device, self.dtype) else {"device": device, "dtype": dtype}
+
+
 def _dispatch(func: Any, args: Any, kwargs: dict[str, Any], mps: bool) -> Any:
+    if func.overloadpacket is aten.to:
+        copy = _to_copy_kwargs(args, kwargs)
+        return args[0] if copy is None else _dispatch(aten._to_copy.default, (args[0],), copy, mps)
+    if func is aten._has_compatible_shallow_copy_type.default:
+        # Module.to under inference_mode asks whether `param.data = moved` may be set: a query, allowed across devices
+        # on a GPU; a PretendTensor cannot be a plain tensor's data, so the module makes a new parameter instead
+        return isinstance(args[0], PretendTensor) == isinstance(args[1], PretendTensor)
     device = _check(func, args, kwargs, mps)
     real_kwargs = {**kwargs, "device": torch.device("cpu")} if kwargs.get("device") is not None else kwargs
 
@@ -192,6 +209,14 @@ def pretend_accelerator(mps: bool = False) -> Iterator[torch.device]:
             yield DEVICE
     finally:
         torch._C._set_only_lift_cpu_tensors(lift_cpu_only)
+
+
+def draw(*shape: int, high: int | None = None, seed: int = 0) -> torch.Tensor:
+    """CPU numbers from a CPU generator (the book's convention): integers in ``[0, high)``, else standard normal."""
+    g = torch.Generator().manual_seed(seed)
+    if high is None:
+        return torch.randn(shape, generator=g)
+    return torch.randint(0, high, shape, generator=g)
 
 
 def real(x: Any) -> Any:

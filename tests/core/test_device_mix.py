@@ -115,3 +115,18 @@ def test_mps_refuses_float64_and_svd() -> None:
         with pytest.raises(DeviceMixError, match="not implemented on mps"):
             torch.linalg.svdvals(w.to(device))
         torch.linalg.svdvals(w.to(device).cpu().double())  # the convention: to the CPU first
+
+
+def test_moves_under_inference_mode() -> None:
+    """Under ``inference_mode`` torch hands ``.to`` to the pretend device undecomposed: it still moves and converts."""
+    x = torch.arange(3.0)
+    with pretend_accelerator() as device, torch.inference_mode():
+        moved = x.to(device)
+        assert moved.device == device and moved.to(moved) is moved
+        assert moved.to(torch.float64).dtype == torch.float64 and moved.to(torch.float64).device == device
+        layer = torch.nn.Linear(3, 1).to(device)
+        assert layer.weight.device == device and layer(moved).device == device
+        back = moved.to("cpu")
+        assert type(back) is torch.Tensor and torch.equal(back, x)
+        with pytest.raises(DeviceMixError):
+            x.to(device) + torch.ones(3)
