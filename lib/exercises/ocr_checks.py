@@ -110,7 +110,9 @@ def check_symbolic_sequences(
         where = torch.randint(0, config.seq_len - 2, (n,), generator=g)
         where[:2] = torch.tensor([0, config.seq_len - 3])  # both ends of the allowed range
         cases.append((task, group, subjects, noise, where))
-    compare("symbolic_sequences", symbolic_sequences, symbolic.symbolic_sequences, cases)
+    compare(
+        "symbolic_sequences", symbolic_sequences, symbolic.symbolic_sequences, cases, on_device=False
+    )  # CPU in ch. 1
 
 
 def check_factorized_forward(
@@ -177,7 +179,7 @@ def check_numerical_rank(numerical_rank: Callable[[torch.Tensor, float], int]) -
         (torch.diag(torch.tensor([1.0, 0.5, 0.2, 0.05])), 0.1),
         (torch.zeros(3, 4), 1e-3),  # no singular value is larger than 0: rank 0
     ]
-    compare("numerical_rank", numerical_rank, reference, cases)
+    compare("numerical_rank", numerical_rank, reference, cases, on_device=False)  # ch. 2 ranks on the CPU
 
 
 def check_merged_forward(forward: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
@@ -235,7 +237,9 @@ def check_nuclear_norm(nuclear_norm: Callable[[torch.Tensor], float]) -> None:
         (torch.randn(4, 7, generator=g),),
         (torch.randn(6, 1, generator=g) @ torch.randn(1, 4, generator=g),),  # rank 1: equals the largest
     ]
-    compare("nuclear_norm", nuclear_norm, lambda W: matrix_norm(W, "nuclear"), cases, atol=1e-4)
+    compare(
+        "nuclear_norm", nuclear_norm, lambda W: matrix_norm(W, "nuclear"), cases, atol=1e-4, on_device=False
+    )  # ch. 3 calls it on the CPU (an SVD)
 
 
 def check_two_row_nuclear_norm(two_row_nuclear_norm: Callable[[int, int, float], float]) -> None:
@@ -257,7 +261,7 @@ def check_svt(svt: Callable[[torch.Tensor, float], torch.Tensor]) -> None:
         (torch.randn(4, 6, generator=g), 1.0),
         (torch.randn(6, 6, generator=g), 100.0),  # everything thresholded away
     ]
-    compare("singular-value thresholding", svt, reference, cases, atol=1e-4)
+    compare("singular-value thresholding", svt, reference, cases, atol=1e-4, on_device=False)  # CPU in ch. 3
 
 
 def check_balanced_factors(balanced_factors: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]) -> None:
@@ -285,7 +289,9 @@ def check_balanced_factors(balanced_factors: Callable[[torch.Tensor], tuple[torc
         (torch.randn(3, 7, generator=g),),
         (low_rank,),  # rank 2: three singular values are 0
     ]
-    compare("balanced_factors", summary(balanced_factors), summary(reference), cases, atol=1e-4)
+    compare(
+        "balanced_factors", summary(balanced_factors), summary(reference), cases, atol=1e-4, on_device=False
+    )  # CPU in ch. 3
 
 
 def check_proximal_step(proximal_step: Callable[..., torch.Tensor]) -> None:
@@ -297,7 +303,7 @@ def check_proximal_step(proximal_step: Callable[..., torch.Tensor]) -> None:
     for m, n, N, lr, lam in ((3, 2, 4, 1.0, 0.0), (5, 4, 8, 0.5, 0.2), (6, 7, 10, 2.0, 0.05), (4, 4, 6, 1.0, 5.0)):
         W = torch.randn(m, n, generator=g)
         cases.append((W, torch.rand(N, n, generator=g), torch.randint(0, m, (N,), generator=g), lr, lam))
-    compare("proximal_step", proximal_step, reference, cases, atol=1e-4)
+    compare("proximal_step", proximal_step, reference, cases, atol=1e-4, on_device=False)  # CPU in ch. 3
 
 
 def _toy_language_model(seed: int) -> tuple[Any, Any]:

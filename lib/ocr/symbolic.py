@@ -285,11 +285,12 @@ def symbolic_sequences(
     if n and (where.min() < 0 or where.max() >= seq_len - 2):
         raise ValueError(f"where must lie in [0, seq_len - 2 = {seq_len - 2}), got {where.min()}..{where.max()}")
     fact = group.endswith("facts")
+    t = task._on(subjects.device)  # the task's tables where the subjects are
     x = noise.clone()
-    x[torch.arange(n), where] = task.subject_ids[subjects]
-    x[:, -2] = (task.fact_relation_of if fact else task.implication_relation_of)[subjects]
+    x[torch.arange(n), where] = t["subject_ids"][subjects]
+    x[:, -2] = (t["fact_relation_of"] if fact else t["implication_relation_of"])[subjects]
     x[:, -1] = task.eos_id
-    return x, (task.fact_of if fact else task.implication_of)[subjects]
+    return x, (t["fact_of"] if fact else t["implication_of"])[subjects]
 
 
 def build_symbolic(config: SymbolicConfig = SymbolicConfig()) -> SymbolicTask:

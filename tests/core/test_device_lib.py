@@ -517,6 +517,13 @@ CALLS: dict[str, Call] = {
     "lib.ocr.symbolic:SymbolicTask.sample": lambda d: task().sample("test_implications", 5, torch.Generator()),
     "lib.ocr.symbolic:SymbolicTask.train_batch": lambda d: task().train_batch(5, torch.Generator()),
     "lib.ocr.symbolic:SymbolicTask.fixed": lambda d: task().fixed("train_facts", device=d),
+    "lib.ocr.symbolic:symbolic_sequences": lambda d: symbolic.symbolic_sequences(
+        task(),
+        "train_facts",
+        task().subjects_of("train_facts")[:3].to(d),
+        draw(3, 16, high=5).to(d),
+        draw(3, high=14).to(d),
+    ),
     # lib.ocr.theorem
     "lib.ocr.theorem:OCRProblem.implication_block": lambda d: problem().implication_block(ocr_block(d)),
     "lib.ocr.theorem:effective_block": lambda d: theorem.effective_block(one_layer(d), problem(), task().eos_id),
@@ -551,9 +558,6 @@ CALLS: dict[str, Call] = {
 
 # Public functions that take a tensor, model, generator or device but are not called above, and why.
 EXCLUDED: dict[str, str] = {
-    "lib.ocr.symbolic:symbolic_sequences": "chapter 1's reference: the task's CPU tables indexed by CPU draws, as the "
-    "chapter calls it; on device subjects it mixes, and so does the chapter's solution: made device-safe alone, it "
-    "would let the check's device pass run and fail the book's own solution on a GPU (reported to the lead)",
     "lib.ocr.theory:solve_min_norm": "a float64 solver on the CPU by contract: its constraints take CPU float64 "
     "tensors (solve_max_margin, called above, moves device inputs there)",
     "lib.ocr.lm:load_pretrained": "downloads a hub model (about 0.5 GB): not in a unit test; tiny_gpt2 is called",

@@ -16,7 +16,7 @@ from lib.core.tokens import BOS
 from lib.induction import models, scores, smear
 from lib.induction.natural import probes, slim
 from lib.ocr import onelayer, sentences, split, symbolic
-from tests.core.fake_device import DeviceMixError, draw, on_device, pretend_accelerator, real
+from tests.core.fake_device import draw, on_device, pretend_accelerator, real
 
 CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 Call = Callable[[dict[str, Any], torch.device], object]
@@ -130,20 +130,8 @@ NO_TENSOR_INPUT = {
     "05_induction_heads": {"previous_token_head_weights", "induction_head_weights"},
     "06_smeared_keys": {"smeared_induction_head_weights"},
 }
-# (chapter, solution) -> why it fails as mps where the chapter calls it (for the chapter's author to fix)
-MPS_FAILURES = {
-    ("08_natural_text", "share_interval"): "cell 54: shares.double().cpu() asks for float64 on the device first",
-}
 CASES = [
-    pytest.param(
-        stem,
-        name,
-        kind == "mps",
-        id=f"{stem}-{name}-{kind}",
-        marks=[pytest.mark.xfail(raises=DeviceMixError, strict=True)]
-        if kind == "mps" and (stem, name) in MPS_FAILURES
-        else [],
-    )
+    pytest.param(stem, name, kind == "mps", id=f"{stem}-{name}-{kind}")
     for stem in CALLS
     for name in CALLS[stem]
     for kind in ("cuda", "mps")

@@ -1059,4 +1059,8 @@ def test_a_check_runs_one_case_on_the_chapters_device(monkeypatch, capsys):
         framework.compare("double", keeps_device, reference, cases)
         with pytest.raises(framework.CheckFailed, match="works on the CPU but raised DeviceMixError with its inputs"):
             framework.compare("double", mixes_cpu, lambda x: x + torch.ones(x.shape, device=x.device), cases)
-    assert "PASSED double: all 2 cases match the reference (and one on lazy)." in capsys.readouterr().out
+        # a function its chapter calls on the CPU is not run on the device
+        framework.compare("cpu only", mixes_cpu, lambda x: x + 1, cases, on_device=False)
+    out = capsys.readouterr().out
+    assert "PASSED double: all 2 cases match the reference (and one on lazy)." in out
+    assert "PASSED cpu only: all 2 cases match the reference." in out
