@@ -18,7 +18,7 @@ src, out = Path(sys.argv[1]), Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)
 summary = {}
 for path in sorted(src.glob("*.pt")):
-    run = torch.load(path, weights_only=True)
+    run = torch.load(path, map_location="cpu", weights_only=True)  # a GPU sweep's files, read anywhere
     best = max(max(max(layer) for layer in entry["rand_repeat_pm"]) for entry in run["log"].values())
     loss = run["loss"]
     summary[path.stem] = {

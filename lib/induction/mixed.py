@@ -366,7 +366,7 @@ def save_run(path: Path, run: Run) -> None:
 
 def load_run(path: Path = SHIPPED) -> Run:
     """The run saved at ``path`` (by default the shipped one, :data:`SHIPPED`)."""
-    data = torch.load(path, weights_only=True)
+    data = torch.load(path, map_location="cpu", weights_only=True)
     return Run(
         MixedConfig(**data["config"]),
         data["n_heads"],

@@ -223,3 +223,19 @@ def test_random_data_is_drawn_on_the_cpu_and_moved(monkeypatch):
     on_cpu = sequences.eval_sets(n=4)
     again = sequences.repeated_sequences(4, sequences.seeded_generator(EVAL_SEED))[0]
     assert torch.equal(on_cpu.tokens, again)
+
+
+def test_every_torch_load_maps_to_the_cpu():
+    """A file saved from a GPU would otherwise load onto a GPU, which a laptop or a CPU runtime does not have."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    calls = [
+        (path.relative_to(root), call)
+        for folder in ("lib", "bench", "scripts")
+        for path in (root / folder).rglob("*.py")
+        for call in re.findall(r"torch\.load\([^)]*\)", path.read_text())
+    ]
+    assert calls, "no torch.load found: the pattern is stale"
+    assert [c for c in calls if 'map_location="cpu"' not in c[1]] == []

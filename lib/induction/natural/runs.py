@@ -137,7 +137,7 @@ def save_run(path: Path, run: Run) -> None:
 def load_run(name: str) -> Run:
     """The shipped run ``name`` (a key of :data:`RUNS`)."""
     validate.one_of("name", name, tuple(RUNS))
-    data = torch.load(DATA / RUNS[name], weights_only=True)
+    data = torch.load(DATA / RUNS[name], map_location="cpu", weights_only=True)
     return Run(
         config=NaturalConfig(**data["config"]),
         train=TrainConfig(**data["train"]),
