@@ -216,12 +216,12 @@ def load_if_enabled(
     """:func:`load_pretrained` ``name`` if the section is on (:func:`pretrained_enabled`) and the hub answers.
 
     The hub is asked (:func:`hub_available`) only when the section is on, and nothing is downloaded unless both
-    hold. Prints one line saying which case applies; returns ``None`` when skipped.
+    hold. Prints a line or two saying which case applies; returns ``None`` when skipped.
     """
     if not pretrained_enabled(run):
-        print(
-            f"The pretrained section ({name}) is off: set RUN_PRETRAINED = True "
-            f"(or the environment variable {PRETRAINED_ENV}=1) to run it."
+        print(  # two lines: the book's code column is 79 characters
+            f"The pretrained section ({name}) is off: to run it, set\n"
+            f"RUN_PRETRAINED = True (or the environment variable {PRETRAINED_ENV}=1)."
         )
         return None
     if not hub_available():
