@@ -1,9 +1,12 @@
 """Token conventions shared by the book's sequence models (chapters 5-8): the BOS token and the evaluation seed."""
 
+from lib.core import seeds
+
 BOS = 0
 """The beginning-of-sequence token of every sequence model (chapters 5-8); in chapters 5-7 the content tokens are
 ``1 .. vocab - 1``, in chapter 8 token 0 is the tokenizer's ``<|bos|>``."""
 
-EVAL_SEED = 1234
+EVAL_SEED = seeds.seed(1234)
 """Seeds every fixed evaluation set: chapters 5-7's (:func:`lib.induction.sequences.eval_sets`) and chapter 8's probes
-(:func:`lib.induction.natural.probes.probe_tokens`), so re-runs measure on the same tokens."""
+(:func:`lib.induction.natural.probes.probe_tokens`), so re-runs measure on the same tokens. 1234, moved by the seed
+sweep's ``CIRCUITS_SEED`` (:func:`lib.core.seeds.seed`)."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.core.device import check_device
 from lib.core.heads import Head
 from lib.core.tokens import BOS, EVAL_SEED
@@ -155,7 +155,7 @@ def bootstrap_interval(
     per_window: torch.Tensor,
     level: float = 0.9,
     samples: int = 2000,
-    seed: int = 0,
+    seed: int = seeds.seed(0),
 ) -> tuple[float, float]:
     """A percentile bootstrap interval of ``statistic`` over windows resampled with replacement.
 
@@ -406,7 +406,7 @@ def _share_removed(per_window: torch.Tensor) -> torch.Tensor:
 
 
 def share_interval(
-    intact: torch.Tensor, ablated: torch.Tensor, level: float = 0.9, samples: int = 2000, seed: int = 0
+    intact: torch.Tensor, ablated: torch.Tensor, level: float = 0.9, samples: int = 2000, seed: int = seeds.seed(0)
 ) -> tuple[float, float]:
     """The book's answer to Exercise 8.4: :func:`bootstrap_interval` of the share of the ICL score removed,
     ``1 - mean(ablated) / mean(intact)``, resampling the same windows for both (``(batch,)`` each)."""
