@@ -73,6 +73,6 @@ def announce() -> None:
     """Print the seed in force when it is not the book's own (a chapter calls it at its top); print nothing else."""
     if offset():
         print(
-            f"{SEED_ENV}={offset()}: every seed s this chapter chooses is s + {offset() * STRIDE:,} "
-            "(shipped runs stay as shipped; their evaluation draws move)"
+            f"{SEED_ENV}={offset()}: every seed s this chapter chooses is s + {offset() * STRIDE:,};\n"
+            "  shipped runs stay as shipped, the draws that evaluate them move"
         )
