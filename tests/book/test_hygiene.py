@@ -384,7 +384,8 @@ def test_the_mistakes_table_covers_every_checked_exercise_once():
 
 def test_strict_checks_only_where_the_build_must_fail():
     """Issue 25: ``CIRCUITS_STRICT_CHECKS`` (a failed exercise raises) is set for ``make test``, ``make book``,
-    ``make colab`` and ``make seeds`` (issue 38: the chapters on alternate seeds, as ``make test`` runs them) only; ``make lab``, the learner's path, falls back to the book's version so "Run all" never stops."""
+    ``make colab`` and ``make seeds`` (issue 38: the chapters on alternate seeds, as ``make test`` runs them) only;
+    ``make lab``, the learner's path, falls back to the book's version so "Run all" never stops."""
     # as a learner's shell runs it: not inside `make test`, whose exported setting the sub-make would inherit
     outside = ("CIRCUITS_STRICT_CHECKS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
     env = {k: v for k, v in os.environ.items() if k not in outside}
