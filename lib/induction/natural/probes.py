@@ -205,9 +205,12 @@ def common_tokens(n: int = 256) -> torch.Tensor:
 
 
 def probe_tokens(
-    seq_len: int = 256, device: torch.device | str | None = None, random_repeats: bool = True
+    seq_len: int = 256, device: torch.device | str | None = None, random_repeats: bool = True, seed: int = EVAL_SEED
 ) -> dict[str, torch.Tensor]:
     """The fixed evaluation batches (seed :data:`lib.core.tokens.EVAL_SEED`), each starting with BOS.
+
+    A shipped run's log was measured on the batches of :data:`lib.core.tokens.SHIPPED_EVAL_SEED`: give that ``seed``
+    to re-measure it under any ``CIRCUITS_SEED``.
 
     Returns:
         ``"text"``: ``(64, seq_len)`` held-out windows; ``"nat_repeat"``: ``(32, 2 h + 1)`` a held-out passage of
@@ -216,7 +219,7 @@ def probe_tokens(
         ``random_repeats`` is False).
     """
     held = held_out_ids()
-    g = torch.Generator().manual_seed(EVAL_SEED)
+    g = torch.Generator().manual_seed(validate.seed(seed))
     half = (seq_len - 1) // 2
     text = windows(held, torch.randint(0, len(held) - seq_len, (64,), generator=g), seq_len)
     passages = windows(held, torch.randint(0, len(held) - half, (32,), generator=g), half + 1)[:, 1:]
