@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar, get_args
 import torch
 from torch import nn
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.core.device import clock, to_device
 
 OptimizerName = Literal["adamw", "adam", "sgd"]
@@ -63,7 +63,7 @@ class TrainConfig:
     betas: tuple[float, float] = (0.9, 0.999)
     warmup_steps: int = 0
     checkpoint_steps: tuple[int, ...] = ()
-    seed: int = 0
+    seed: int = seeds.seed(0)
     progress: bool | None = None
     desc: str = "training"
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
 import torch
 from torch import nn
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.core.device import check_device, to_device
 from lib.core.heads import Head, check_heads
 from lib.core.tokens import BOS, EVAL_SEED
@@ -237,7 +237,7 @@ TRAINING = TrainConfig(
 
 def train_model(
     config: MixedConfig = MixedConfig(),
-    seed: int = 0,
+    seed: int = seeds.seed(0),
     *,
     n_heads: int = 8,
     n_layers: int = 2,

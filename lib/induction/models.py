@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.core.device import check_device
 from lib.core.train import History, TrainConfig, train
 from lib.induction.scores import per_token_loss
@@ -80,7 +80,7 @@ def bridge_config(config: InductionConfig, seed: int | None = 0) -> TransformerB
 
 
 def make_model(
-    config: InductionConfig = InductionConfig(), seed: int = 0, device: torch.device | str | None = None
+    config: InductionConfig = InductionConfig(), seed: int = seeds.seed(0), device: torch.device | str | None = None
 ) -> TransformerBridge:
     """A freshly initialised attention-only ``TransformerBridge`` (``boot_native``, no download).
 
@@ -144,7 +144,7 @@ def fit(
 
 def train_model(
     config: InductionConfig = InductionConfig(),
-    seed: int = 0,
+    seed: int = seeds.seed(0),
     *,
     train_config: TrainConfig = TRAINING,
     evaluate: Callable[[nn.Module], Any] | None = None,

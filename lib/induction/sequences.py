@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import torch
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.core.device import check_device
 from lib.core.tokens import BOS, EVAL_SEED
 
@@ -140,7 +140,9 @@ def repeated_sequences(
     return (tokens, period) if target is None else (tokens.to(target), period.to(target))
 
 
-def every_period(config: InductionConfig = InductionConfig(), seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def every_period(
+    config: InductionConfig = InductionConfig(), seed: int = seeds.seed(0)
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One training sequence for each period ``min_repeat .. max_repeat``, in order.
 
     The periods are equally likely in :func:`repeated_sequences`, and whether a prediction is right by

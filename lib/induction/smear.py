@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import torch
 from torch import nn
 
-from lib.core import shipped, validate
+from lib.core import seeds, shipped, validate
 from lib.core.train import History, TrainConfig, model_device
 from lib.induction import handbuilt, models, sequences
 
@@ -243,7 +243,7 @@ def smear_disabled(model: ModelT) -> Iterator[ModelT]:
 
 def make_model(
     config: sequences.InductionConfig = sequences.InductionConfig(),
-    seed: int = 0,
+    seed: int = seeds.seed(0),
     *,
     smeared: bool = True,
     alpha: torch.Tensor | float = INIT_ALPHA,
@@ -258,7 +258,7 @@ def make_model(
 
 def train_model(
     config: sequences.InductionConfig = sequences.InductionConfig(n_layers=1),
-    seed: int = 0,
+    seed: int = seeds.seed(0),
     *,
     smeared: bool = True,
     train_config: TrainConfig = TRAINING,

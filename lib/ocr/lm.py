@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.core.device import check_device
 from lib.core.train import History, TrainConfig, model_device, train
 from lib.ocr.sentences import SentenceTask
@@ -115,7 +115,7 @@ class TinyLMConfig:
     d_model: int = 64
     n_head: int = 4
     max_len: int = 32
-    seed: int = 0
+    seed: int = seeds.seed(0)
 
     def __post_init__(self) -> None:
         for name in ("n_layer", "d_model", "n_head", "max_len"):

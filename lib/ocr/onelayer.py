@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.core.train import TrainConfig
 
 Parameterization = Literal["factorized", "merged"]
@@ -92,7 +92,7 @@ class OneLayerConfig:
     init_scale: float = 1e-4
     value_init: ValueInit = "gaussian"
     n_seeds: int = 1
-    seed: int = 0
+    seed: int = seeds.seed(0)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_embed", "n_seeds"):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 import torch
 from torch import Tensor, nn
 
-from lib.core import shipped, validate
+from lib.core import seeds, shipped, validate
 from lib.core.train import TrainConfig, model_device, snapshot, train
 from lib.ocr.lm import (
     TinyLMConfig,
@@ -92,7 +92,7 @@ class PriorConfig:
     n_new: int = 100
     train_fraction: float = 0.2
     rules: tuple[RelationPair, ...] = tuple(next(p for p in PAIRS if p.link == k) for k in ("causal", "counterfactual"))
-    seed: int = 0
+    seed: int = seeds.seed(0)
     crossover: RelationPair | None = None
 
     def __post_init__(self) -> None:
@@ -264,7 +264,7 @@ def world_rank(model: nn.Module, data: PriorData, form: int = 0, batch_size: int
     return _WorldRanker(data, form, batch_size)(model)
 
 
-def fine_tuning_text(data: PriorData, task: SentenceTask, replay: bool = False, seed: int = 0) -> list[str]:
+def fine_tuning_text(data: PriorData, task: SentenceTask, replay: bool = False, seed: int = seeds.seed(0)) -> list[str]:
     """``task``'s training sentences; with ``replay``, followed by as many of ``data``'s pre-training sentences, drawn
     without replacement by ``seed`` (all of them if there are fewer)."""
     text = task.train_sentences()
@@ -385,7 +385,7 @@ class PriorRun:
 
 
 def run_prior_knowledge(
-    experiment: PriorExperiment = PriorExperiment(), seed: int = 0, device: torch.device | str | None = None
+    experiment: PriorExperiment = PriorExperiment(), seed: int = seeds.seed(0), device: torch.device | str | None = None
 ) -> PriorRun:
     """Pre-train once, then fine-tune on every rule from the pre-trained and from the untrained weights.
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.ocr.relations import PAIRS, RelationPair, _no_duplicates
 from lib.ocr.split import SPLITS, Split, _build_core, _round_half_up
 
@@ -34,7 +34,7 @@ class SentenceConfig:
     train_fraction: float = 0.2
     pairs: tuple[RelationPair, ...] = PAIRS
     names: tuple[str, ...] | None = None
-    seed: int = 0
+    seed: int = seeds.seed(0)
 
     def __post_init__(self) -> None:
         validate.positive_int("n_subjects", self.n_subjects)

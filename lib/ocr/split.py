@@ -9,7 +9,7 @@ from typing import Literal, get_args
 
 import torch
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.ocr.relations import PAIRS, RelationPair, _no_duplicates
 
 Group = Literal["train_facts", "test_facts", "train_implications", "test_implications"]
@@ -42,7 +42,7 @@ def _word(generator: torch.Generator, syllables: int) -> str:
     return ("".join(parts) + _CODAS[picks[-1] % len(_CODAS)]).capitalize()
 
 
-def fictitious_names(n: int, seed: int = 0) -> list[str]:
+def fictitious_names(n: int, seed: int = seeds.seed(0)) -> list[str]:
     """``n`` distinct invented "First Last" names made of random syllables, the same for the same seed.
 
     The syllables are drawn at random, so the names are not those of real people (no list of real

@@ -383,14 +383,15 @@ def test_the_mistakes_table_covers_every_checked_exercise_once():
 
 
 def test_strict_checks_only_where_the_build_must_fail():
-    """Issue 25: ``CIRCUITS_STRICT_CHECKS`` (a failed exercise raises) is set for ``make test``, ``make book`` and
-    ``make colab`` only; ``make lab``, the learner's path, falls back to the book's version so "Run all" never stops."""
+    """Issue 25: ``CIRCUITS_STRICT_CHECKS`` (a failed exercise raises) is set for ``make test``, ``make book``,
+    ``make colab`` and ``make seeds`` (issue 38: the chapters on alternate seeds, as ``make test`` runs them) only;
+    ``make lab``, the learner's path, falls back to the book's version so "Run all" never stops."""
     # as a learner's shell runs it: not inside `make test`, whose exported setting the sub-make would inherit
     outside = ("CIRCUITS_STRICT_CHECKS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
     env = {k: v for k, v in os.environ.items() if k not in outside}
     database = subprocess.run(["make", "-pn", "lab"], cwd=ROOT, capture_output=True, text=True, env=env).stdout
     strict = re.findall(r"^(\S+): (?:export )?CIRCUITS_STRICT_CHECKS := 1$", database, re.M)
-    assert sorted(strict) == ["book", "colab", "test"], strict
+    assert sorted(strict) == ["book", "colab", "seeds", "test"], strict
     assert not re.search(r"^(?:export )?CIRCUITS_STRICT_CHECKS\s*:?=", database, re.M), "set for every target"
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.core.device import check_device
 from lib.core.heads import Head
 from lib.core.tokens import BOS, EVAL_SEED
@@ -155,7 +155,7 @@ def bootstrap_interval(
     per_window: torch.Tensor,
     level: float = 0.9,
     samples: int = 2000,
-    seed: int = 0,
+    seed: int = seeds.seed(0),
 ) -> tuple[float, float]:
     """A percentile bootstrap interval of ``statistic`` over windows resampled with replacement.
 
@@ -205,9 +205,12 @@ def common_tokens(n: int = 256) -> torch.Tensor:
 
 
 def probe_tokens(
-    seq_len: int = 256, device: torch.device | str | None = None, random_repeats: bool = True
+    seq_len: int = 256, device: torch.device | str | None = None, random_repeats: bool = True, seed: int = EVAL_SEED
 ) -> dict[str, torch.Tensor]:
     """The fixed evaluation batches (seed :data:`lib.core.tokens.EVAL_SEED`), each starting with BOS.
+
+    A shipped run's log was measured on the batches of :data:`lib.core.tokens.SHIPPED_EVAL_SEED`: give that ``seed``
+    to re-measure it under any ``CIRCUITS_SEED``.
 
     Returns:
         ``"text"``: ``(64, seq_len)`` held-out windows; ``"nat_repeat"``: ``(32, 2 h + 1)`` a held-out passage of
@@ -216,7 +219,7 @@ def probe_tokens(
         ``random_repeats`` is False).
     """
     held = held_out_ids()
-    g = torch.Generator().manual_seed(EVAL_SEED)
+    g = torch.Generator().manual_seed(validate.seed(seed))
     half = (seq_len - 1) // 2
     text = windows(held, torch.randint(0, len(held) - seq_len, (64,), generator=g), seq_len)
     passages = windows(held, torch.randint(0, len(held) - half, (32,), generator=g), half + 1)[:, 1:]
@@ -406,7 +409,7 @@ def _share_removed(per_window: torch.Tensor) -> torch.Tensor:
 
 
 def share_interval(
-    intact: torch.Tensor, ablated: torch.Tensor, level: float = 0.9, samples: int = 2000, seed: int = 0
+    intact: torch.Tensor, ablated: torch.Tensor, level: float = 0.9, samples: int = 2000, seed: int = seeds.seed(0)
 ) -> tuple[float, float]:
     """The book's answer to Exercise 8.4: :func:`bootstrap_interval` of the share of the ICL score removed,
     ``1 - mean(ablated) / mean(intact)``, resampling the same windows for both (``(batch,)`` each)."""

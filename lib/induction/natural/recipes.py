@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.core.tokens import EVAL_SEED
 from lib.core.train import TrainConfig, train
 from lib.induction import scores
@@ -64,7 +64,7 @@ class Recipe:
     weight_decay: float = 0.0
     clip: float = 0.0
     every: int = 100
-    seed: int = 0
+    seed: int = seeds.seed(0)
 
     def __post_init__(self) -> None:
         validate.one_of("corpus", self.corpus, CORPORA)

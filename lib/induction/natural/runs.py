@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 import torch
 
-from lib.core import validate
+from lib.core import seeds, validate
 from lib.core.device import check_device
 from lib.core.train import TrainConfig
 from lib.induction.natural.corpus import DATA, VOCAB
@@ -47,7 +47,9 @@ class NaturalConfig:
         validate.int_at_least("seq_len", self.seq_len, 4, "BOS and three tokens")
 
 
-def make_model(config: NaturalConfig, seed: int = 0, device: torch.device | str | None = None) -> TransformerBridge:
+def make_model(
+    config: NaturalConfig, seed: int = seeds.seed(0), device: torch.device | str | None = None
+) -> TransformerBridge:
     """A fresh attention-only ``TransformerBridge`` of :data:`VOCAB` tokens (weights from ``seed``, built on the CPU
     so that every device starts from the same numbers, then moved to ``device``)."""
     from transformer_lens.model_bridge.sources import boot_native

@@ -32,7 +32,7 @@ from torch import nn
 from transformer_lens.hook_points import HookPoint
 from transformer_lens.HookedRootModule import HookedRootModule
 
-from lib.core import validate
+from lib.core import seeds, validate
 
 if TYPE_CHECKING:
     from transformer_lens.model_bridge import TransformerBridge
@@ -127,7 +127,7 @@ class SlimBlock(nn.Module):
 class SlimModel(HookedRootModule):
     """``(batch, seq) int64`` tokens -> ``(batch, seq, d_vocab)`` logits (see the module docstring)."""
 
-    def __init__(self, cfg: SlimConfig, seed: int = 0) -> None:
+    def __init__(self, cfg: SlimConfig, seed: int = seeds.seed(0)) -> None:
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Parameter(torch.empty(cfg.d_vocab, cfg.d_model))
