@@ -15,6 +15,8 @@ from bookfiles import ROOT, code_cells, config, load, notebooks, resolve, source
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import check_repository_url  # noqa: E402
+import reading_times  # noqa: E402
+from reading_times import all_exercises, chapter_seconds  # noqa: E402
 
 NOTEBOOKS = notebooks()
 IDS = [p.name for p in NOTEBOOKS]
@@ -308,25 +310,6 @@ GUIDE = ROOT / "chapters" / "instructor_guide.md"
 GUIDE_ROW = re.compile(r"^\| (\d+) \| (\d+\.\d+) (.+?) \| (\d+) \| ([123]) \| ([a-z ]+) \|$", re.MULTILINE)
 
 
-def all_exercises():
-    """id -> (title, minutes, difficulty, kind) for every exercise of every chapter."""
-    found = {}
-    for path in NOTEBOOKS:
-        for cell in load(path)["cells"]:
-            if cell["cell_type"] != "markdown":
-                continue
-            lines = [ln for ln in source(cell).splitlines() if ln.strip()]
-            for i, line in enumerate(lines):
-                heading = EXERCISE.match(line)
-                if heading:
-                    meta = re.match(
-                        r"^\*Difficulty (\d) of 3 · importance: [^·]+ · about (\d+) minutes · (.+)\*$", lines[i + 1]
-                    )
-                    title = line.split(": ", 1)[1]
-                    found[f"{heading['chapter']}.{heading['k']}"] = (title, int(meta[2]), int(meta[1]), meta[3])
-    return found
-
-
 def test_instructor_guide_lists_every_exercise_as_the_chapters_do():
     rows = {m[2]: (m[3], int(m[4]), int(m[5]), m[6]) for m in GUIDE_ROW.finditer(GUIDE.read_text())}
     assert rows == all_exercises(), "the instructor guide's exercise table disagrees with the chapters' headers"
@@ -336,17 +319,7 @@ SLACK = 1.25
 """Issue 25: a session plan's slot holds its exercises, its chapters' runs at the slower laptop's speed and their
 Colab installs with 25% to spare."""
 COLAB_INSTALL_MINUTES = 3
-
-
-def chapter_seconds() -> dict[int, tuple[int, int]]:
-    """chapter -> (seconds on the CI machine, seconds on a laptop twice as slow), from the guide's table."""
-    table = re.search(
-        r"\| chapter \| CI machine \(s\) \| laptop 2x slower \(s\) \|\n\|---\|---\|---\|\n((?:\|.*\|\n)+)",
-        GUIDE.read_text(),
-    )
-    assert table, "the guide has no table of chapter times"
-    rows = re.findall(r"^\| \[[^\]]*\]\((\d\d)_\w+\.ipynb\) \| (\d+) \| (\d+) \|$", table.group(1), re.M)
-    return {int(n): (int(ci), int(slow)) for n, ci, slow in rows}
+CHAPTER_LINK = re.compile(r"\[(?:[Cc]hapter )?(\d)\]\([^)]*?/chapters/0\d_\w+\.html\)")
 
 
 def test_the_chapter_times_table_covers_every_chapter_at_both_speeds():
@@ -355,25 +328,65 @@ def test_the_chapter_times_table_covers_every_chapter_at_both_speeds():
     assert all(slow == 2 * ci for ci, slow in times.values()), times
 
 
+def pre_reading(line: str) -> list[int]:
+    """The chapters a plan's '*Before the session:*' line names: each linked chapter, '[1](...)-[8](...)' a range."""
+    link = CHAPTER_LINK.pattern
+    numbers: list[int] = []
+    for match in re.finditer(f"{link}(?:-{link})?", line):
+        first, last = int(match[1]), int(match[2] or match[1])
+        numbers += range(first, last + 1)
+    return numbers
+
+
+def test_pre_reading_is_parsed():
+    page = "https://a.github.io/b/chapters"
+    line = (
+        f"reads chapters [5]({page}/05_x.html), [7]({page}/07_y.html) and [1]({page}/01_z.html)-[3]({page}/03_w.html)"
+    )
+    assert pre_reading(line) == [5, 7, 1, 2, 3]
+    assert pre_reading(f"reads [chapter 5]({page}/05_x.html)") == [5]
+
+
 def test_session_plans_fit_their_slots_with_slack():
-    """Each plan row 'H:MM | ...': the named exercises' minutes, plus each chapter the row opens ('Start here',
-    'Chapter N') run at the slower speed and installed in Colab, times 1.25, fit before the next row."""
+    """Issue 40: each plan names what participants read before it ('*Before the session:* ... (about N minutes of
+    reading)', N the chapters' reading times); each row 'H:MM | ...': the named exercises' minutes, plus each
+    chapter the row opens ('Start here', 'Chapter N') run at the slower speed and installed in Colab, plus its
+    reading time when it was not read before, times 1.25, fit before the next row."""
     minutes = {k: v[1] for k, v in all_exercises().items()}
     slow_minutes = {n: math.ceil(slow / 60) for n, (_, slow) in chapter_seconds().items()}
-    plans = re.findall(r"\*\*[^*]+\*\*\n\n\| time \| what \|\n\|---\|---\|\n((?:\|.*\|\n)+)", GUIDE.read_text())
-    assert len(plans) == 3, "expected three session plans"
-    for plan in plans:
+    reading = {n: reading_times.reading_minutes(reading_times.notebook(n)) for n in range(9)}
+    plans = re.findall(
+        r"\*\*[^*]+\*\*\n\n\*Before the session:\*([^\n]+)\n\n\| time \| what \|\n\|---\|---\|\n((?:\|.*\|\n)+)",
+        GUIDE.read_text(),
+    )
+    assert len(plans) == 3, "expected three session plans, each with its '*Before the session:*' line"
+    for before, plan in plans:
+        read_before = pre_reading(before)
+        stated = re.search(r"about (\d+) minutes of reading", before)
+        assert stated and int(stated[1]) == sum(reading[n] for n in read_before), (
+            f"{before!r}: the reading before the session is {sum(reading[n] for n in read_before)} minutes "
+            "(scripts/reading_times.py)"
+        )
         rows = [re.match(r"^\| (\d+):(\d\d) \| (.*) \|$", ln) for ln in plan.strip().splitlines()]
         starts = [60 * int(r[1]) + int(r[2]) for r in rows]
         for row, start, end in zip(rows, starts, starts[1:]):
             what = row[3]
             named = re.findall(r"\b(\d\.\d)\b", what.split("exercise", 1)[1]) if "exercise" in what else []
             chapters = [int(n) for n in re.findall(r"\bChapter (\d)\b", what)] + ([0] * what.startswith("Start here"))
-            need = sum(minutes[e] for e in named) + sum(slow_minutes[c] + COLAB_INSTALL_MINUTES for c in chapters)
+            need = sum(minutes[e] for e in named) + sum(
+                slow_minutes[c] + COLAB_INSTALL_MINUTES + (0 if c in read_before or c == 0 else reading[c])
+                for c in chapters
+            )
             assert SLACK * need <= end - start, (
                 f"{what[:60]!r}: exercises {named} and chapters {chapters} need {need} min, x{SLACK} = "
                 f"{SLACK * need:.0f}; the slot has {end - start}"
             )
+
+
+def test_the_start_page_time_table_is_current():
+    """Issue 40: the start page's "Your time" table is what scripts/reading_times.py computes from the chapters."""
+    start = "\n".join(source(c) for c in load(reading_times.START)["cells"])
+    assert reading_times.start_page_table() in start, "stale: run `python scripts/reading_times.py`"
 
 
 def test_the_mistakes_table_covers_every_checked_exercise_once():
