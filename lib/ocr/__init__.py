@@ -10,7 +10,7 @@ The one-layer model (chapters 2-3):
 - :mod:`~lib.ocr.onelayer`: the factorized and merged model, batched over seeds.
 - :mod:`~lib.ocr.training`: training it on the task, measuring it, reading its learned map.
 - :mod:`~lib.ocr.theory`: the implicit-bias theory's convex problems (min-norm, max-margin) solved.
-- :mod:`~lib.ocr.theorem`: the task as that problem, and Theorem 2.
+- :mod:`~lib.ocr.theorem`: the task as that problem, Theorem 2, and Theorem 3's symmetric start.
 - :mod:`~lib.ocr.proximal`: a nuclear-norm proximal step for training the merged model.
 
 Language models (chapter 4):

@@ -1,5 +1,6 @@
-"""The OCR task as the theory's max-margin problem, the same block read off a trained model, and
-Theorem 2 over a grid of (m_train, m_test) (Huang et al. 2025, section 4; chapter 3).
+"""The OCR task as the theory's max-margin problem, the same block read off a trained model,
+Theorem 2 over a grid of (m_train, m_test), and Theorem 3's symmetric start (Huang et al. 2025, section 4;
+chapter 3).
 """
 
 from __future__ import annotations
@@ -314,6 +315,33 @@ def factorized_descent(
             A -= lr * gA * mask
             B -= lr * gB * mask
     return (A @ B.transpose(1, 2)).detach()
+
+
+def symmetric_start(model: OneLayer) -> OneLayer:
+    """Put every member of ``model`` at Theorem 3's symmetric start, in place, and return it (chapter 3).
+
+    ``W_KQ`` all ones (every token gets attention score 1, the theory's frozen value); merged: ``W_OV = 0``;
+    factorized: ``W_O = 0`` and ``W_V`` the ``d x d`` identity. Both compute the zero map ``W_OV = W_O W_V^T = 0``,
+    and relabelling the tokens (the same permutation ``P`` of the rows and columns: ``P W P^T``, and ``P W_O P^T``,
+    ``P W_V P^T`` for the factors, whose product it maps to ``P W_OV P^T``) leaves each of these matrices unchanged:
+    the start does not tell one mapping from another.
+
+    Raises:
+        ValueError: a factorized member has rank below ``d_embed`` (a partial identity is not symmetric).
+    """
+    config = model.config
+    if config.parameterization == "factorized" and min(config.ranks) < config.d_embed:
+        raise ValueError(
+            f"the symmetric factorized start needs full rank d_embed={config.d_embed}, got ranks {config.ranks}"
+        )
+    with torch.no_grad():
+        model.W_KQ.fill_(1.0)
+        if config.parameterization == "merged":
+            model.W_OV.zero_()
+        else:
+            model.W_O.zero_()
+            model.W_V.copy_(torch.eye(config.d_embed, dtype=model.W_V.dtype, device=model.W_V.device))
+    return model
 
 
 def margin_ratio(model: OneLayer, problem: OCRProblem, eos_id: int) -> Tensor:

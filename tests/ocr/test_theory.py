@@ -3,6 +3,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from lib.ocr import theorem
 from lib.ocr.theorem import agreement, ocr_problem, theorem2_bound, two_row_nuclear_norm
 from lib.ocr.theory import NORMS, matrix_norm, multiclass_margins, solve_max_margin, solve_min_norm, svt
 
@@ -297,3 +298,42 @@ def test_the_shipped_sample_efficiency_grid_is_reproduced_by_its_first_seed(tmp_
     (tmp_path / "other.json").write_text("{}")
     with pytest.raises(ValueError, match=r"lacks \['points'\]"):
         theorem.load_sample_efficiency(tmp_path / "other.json")
+
+
+def _held_out_implication_logits(model, problem, eos_id):
+    """(S, held-out questions, implication values) logits of a trained model on the noise-free sequences."""
+    block = theorem.effective_block(model, problem, eos_id).double()
+    rows = slice(problem.n_facts, problem.n_facts + problem.n_implications)
+    return (problem.test_inputs.double() @ block.transpose(1, 2))[..., rows]
+
+
+def test_theorem_3_merged_with_trainable_attention_keeps_held_out_implications_tied():
+    from lib.core import train
+    from lib.ocr import onelayer
+    from lib.ocr.symbolic import SymbolicConfig, build_symbolic
+
+    task = build_symbolic(SymbolicConfig(n_subjects=12, n_facts=4, train_per_fact=1, seed=0))
+    problem = ocr_problem(task)
+    batch = (problem.train_tokens, problem.train_answers)
+    config = train.TrainConfig(steps=300, lr=0.3, optimizer="sgd", progress=False)
+    logits, moved = {}, {}
+    for arm in ("merged", "factorized"):
+        cfg = onelayer.OneLayerConfig(task.vocab_size, d_embed=task.vocab_size, parameterization=arm)
+        model = theorem.symmetric_start(onelayer.OneLayer(cfg).double())
+        assert model.ov().abs().max() == 0 and (model.W_KQ == 1).all()
+        train.train(model, lambda batch_size, generator: batch, onelayer.per_seed_loss, config)
+        logits[arm] = _held_out_implication_logits(model, problem, task.eos_id)
+        moved[arm] = float((model.W_KQ.detach() - 1).abs().max())
+    targets = problem.test_targets - problem.n_facts
+    merged = logits["merged"]
+    assert moved["merged"] > 0.1, "the attention is trained"
+    assert (merged.amax(-1) - merged.amin(-1)).max() < 1e-12 * merged.abs().max(), "Theorem 3: tied"
+    assert multiclass_margins(logits["factorized"], targets).min() > 0, "the factorized model is not tied"
+
+
+def test_symmetric_start_rejects_a_narrow_factorization():
+    from lib.ocr import onelayer
+
+    model = onelayer.OneLayer(onelayer.OneLayerConfig(11, d_embed=16, rank=4))
+    with pytest.raises(ValueError, match="full rank"):
+        theorem.symmetric_start(model)
