@@ -18,6 +18,7 @@ from matplotlib.image import AxesImage
 from matplotlib.text import Text
 
 from lib.core import validate
+from lib.show import text_overlap
 
 Array: TypeAlias = torch.Tensor | npt.ArrayLike
 """Numbers a figure accepts: a tensor (any device, any float or int dtype), an array or a (nested) list."""
@@ -47,16 +48,26 @@ ICL_SCORE_LABEL = "ICL score (nats; < 0 = learns in context)"
 
 def sharp_notebook_figures() -> None:
     """In a notebook (an IPython kernel), show figures as PNGs of twice their pixels at their own size ("retina"):
-    sharp on high-resolution screens, the same size on the page. Does nothing outside a kernel."""
+    sharp on high-resolution screens, the same size on the page; and check each for overlapping text as it is shown
+    (:func:`lib.show.text_overlap.report_overlaps`). Does nothing outside a kernel."""
     try:
         from IPython import get_ipython
     except ImportError:
         return
-    if get_ipython() is None:
+    shell = get_ipython()
+    if shell is None:
         return
     from matplotlib_inline.backend_inline import set_matplotlib_formats
 
     set_matplotlib_formats("retina")
+    formatter = shell.display_formatter.formatters["image/png"]
+    draw_png = formatter.lookup_by_type(Figure)
+
+    def checked_png(fig: Figure, *args, **kwargs):  # type: ignore[no-untyped-def]
+        text_overlap.report_overlaps(fig)
+        return draw_png(fig, *args, **kwargs)
+
+    formatter.for_type(Figure, checked_png)
 
 
 def to_numpy(x: Array) -> np.ndarray:
