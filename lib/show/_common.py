@@ -147,8 +147,17 @@ def finish_figure(fig: Figure, *, title: str = "", title_size: float | None = No
     text = fig.suptitle(title) if title else None
     if text is not None and title_size is not None:
         text.set_fontsize(title_size)
-    fit_column(fig, fig.tight_layout if tight else lambda: None, text)
+    fit_column(fig, (lambda: fig.tight_layout(rect=(0, 0, 1, below_title(fig, text)))) if tight else lambda: None, text)
     return fig
+
+
+def below_title(fig: Figure, title: Text | None) -> float:
+    """The top of the panels' area, as a fraction of the figure's height: below the overall ``title`` (as wrapped
+    now) and a small gap, or the figure's top without one (``tight_layout`` alone let panel titles run into it)."""
+    if title is None:
+        return 1.0
+    gap = 0.3 * title.get_fontsize() / 72 * fig.dpi
+    return title.get_position()[1] - (title.get_window_extent().height + gap) / fig.bbox.height  # its top's y
 
 
 SAVE_PAD = 0.1
@@ -243,7 +252,9 @@ def legend_below(fig: Figure, axes: np.ndarray, title: str | None) -> Figure:
     rows = -(-len(handles) // ncol)
     legend_inches = 0.12 + 1.5 * MIN_FONT / 72 * rows  # each legend row: its text and the gap to the next
     text = fig.suptitle(title, fontsize=11) if title else None
-    fit_column(fig, lambda: fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 1)), text)
+    fit_column(
+        fig, lambda: fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, below_title(fig, text))), text
+    )
     return fig
 
 
