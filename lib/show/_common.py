@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, TypeAlias
 
 import matplotlib.pyplot as plt
@@ -156,7 +156,7 @@ def below_title(fig: Figure, title: Text | None) -> float:
     now) and a small gap, or the figure's top without one (``tight_layout`` alone let panel titles run into it)."""
     if title is None:
         return 1.0
-    gap = 0.3 * title.get_fontsize() / 72 * fig.dpi
+    gap = 0.3 * float(title.get_fontsize()) / 72 * fig.dpi
     return title.get_position()[1] - (title.get_window_extent().height + gap) / fig.bbox.height  # its top's y
 
 
@@ -315,3 +315,33 @@ def step_edges(steps: np.ndarray, *, extend: bool) -> np.ndarray:
     if not extend:
         return np.concatenate([[steps[0]], middle, [steps[-1]]])
     return np.concatenate([[steps[0] - (steps[1] - steps[0]) / 2], middle, [steps[-1] + (steps[-1] - steps[-2]) / 2]])
+
+
+def label_points(ax: Axes, x: Array, y: Array, labels: Sequence[str]) -> int:
+    """Write ``labels[i]`` beside the point ``(x[i], y[i])`` of ``ax`` (above it, on the side towards the middle of
+    the panel), skipping a label that would run into any text already there (another label, the legend, a title:
+    points close together); call it after the layout. Returns how many were written."""
+    fig = figure_of(ax)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    taken = [t.get_window_extent(renderer) for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    taken += [legend.get_window_extent(renderer) for legend in [ax.get_legend()] if legend is not None]
+    middle = sum(ax.get_xlim()) / 2
+    written = 0
+    for xi, yi, label in zip(to_numpy(x), to_numpy(y), labels):
+        right = xi <= middle
+        text = ax.annotate(
+            label,
+            (xi, yi),
+            textcoords="offset points",
+            xytext=(4 if right else -4, 4),
+            ha="left" if right else "right",
+            fontsize=MIN_FONT,
+        )
+        box = text.get_window_extent(renderer)
+        if any(box.overlaps(other) for other in taken):
+            text.remove()
+        else:
+            taken.append(box)
+            written += 1
+    return written

@@ -62,3 +62,13 @@ def test_report_only_when_switched_on(fig, monkeypatch, capsys):
     monkeypatch.setenv(text_overlap.CHECK_ENV, "1")
     text_overlap.report_overlaps(fig)
     assert capsys.readouterr().err.startswith(text_overlap.MARK + " 1 pairs")
+
+
+def test_label_points_skips_labels_that_would_overlap(fig):
+    from lib.show._common import label_points
+
+    ax = fig.axes[0]
+    ax.plot([0, 0.5, 0.51, 2], [0, 1, 1.0, 2], marker="o")
+    written = label_points(ax, [0, 0.5, 0.51, 2], [0, 1, 1.0, 2], ["a", "b", "c", "d"])
+    assert written == 3  # "c" would sit on "b"
+    assert text_overlap.overlapping_texts(fig) == []
