@@ -14,6 +14,9 @@ export CIRCUITS_PROGRESS := 0
 # book's version (lib.exercises.framework.passing_or_reference): a broken solution fails the build. Never under
 # `make lab`, the learner's path, where an unsolved exercise must not stop "Run all".
 test book colab seeds: export CIRCUITS_STRICT_CHECKS := 1
+# Every figure a chapter shows is checked for overlapping text as it is drawn (lib/show/text_overlap.py); a failed
+# check prints a line under the figure, and the built-book tests fail on a page that shows it.
+test book seeds: export CIRCUITS_FIGURE_CHECK := 1
 # One torch thread per process. The book's models are tiny; `make test` runs two notebooks at once on two
 # cores, and on a busy CPU two threads per process made steps 5-50x slower (threads waiting on each other).
 # On an idle CPU two threads would be about 30% faster for chapter 5; robustness wins. Override: OMP_NUM_THREADS=2.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, TypeAlias
 
 import matplotlib.pyplot as plt
@@ -18,6 +18,7 @@ from matplotlib.image import AxesImage
 from matplotlib.text import Text
 
 from lib.core import validate
+from lib.show import text_overlap
 
 Array: TypeAlias = torch.Tensor | npt.ArrayLike
 """Numbers a figure accepts: a tensor (any device, any float or int dtype), an array or a (nested) list."""
@@ -47,16 +48,26 @@ ICL_SCORE_LABEL = "ICL score (nats; < 0 = learns in context)"
 
 def sharp_notebook_figures() -> None:
     """In a notebook (an IPython kernel), show figures as PNGs of twice their pixels at their own size ("retina"):
-    sharp on high-resolution screens, the same size on the page. Does nothing outside a kernel."""
+    sharp on high-resolution screens, the same size on the page; and check each for overlapping text as it is shown
+    (:func:`lib.show.text_overlap.report_overlaps`). Does nothing outside a kernel."""
     try:
         from IPython import get_ipython
     except ImportError:
         return
-    if get_ipython() is None:
+    shell = get_ipython()
+    if shell is None:
         return
     from matplotlib_inline.backend_inline import set_matplotlib_formats
 
     set_matplotlib_formats("retina")
+    formatter = shell.display_formatter.formatters["image/png"]
+    draw_png = formatter.lookup_by_type(Figure)
+
+    def checked_png(fig: Figure, *args, **kwargs):  # type: ignore[no-untyped-def]
+        text_overlap.report_overlaps(fig)
+        return draw_png(fig, *args, **kwargs)
+
+    formatter.for_type(Figure, checked_png)
 
 
 def to_numpy(x: Array) -> np.ndarray:
@@ -136,8 +147,17 @@ def finish_figure(fig: Figure, *, title: str = "", title_size: float | None = No
     text = fig.suptitle(title) if title else None
     if text is not None and title_size is not None:
         text.set_fontsize(title_size)
-    fit_column(fig, fig.tight_layout if tight else lambda: None, text)
+    fit_column(fig, (lambda: fig.tight_layout(rect=(0, 0, 1, below_title(fig, text)))) if tight else lambda: None, text)
     return fig
+
+
+def below_title(fig: Figure, title: Text | None) -> float:
+    """The top of the panels' area, as a fraction of the figure's height: below the overall ``title`` (as wrapped
+    now) and a small gap, or the figure's top without one (``tight_layout`` alone let panel titles run into it)."""
+    if title is None:
+        return 1.0
+    gap = 0.3 * float(title.get_fontsize()) / 72 * fig.dpi
+    return title.get_position()[1] - (title.get_window_extent().height + gap) / fig.bbox.height  # its top's y
 
 
 SAVE_PAD = 0.1
@@ -232,7 +252,9 @@ def legend_below(fig: Figure, axes: np.ndarray, title: str | None) -> Figure:
     rows = -(-len(handles) // ncol)
     legend_inches = 0.12 + 1.5 * MIN_FONT / 72 * rows  # each legend row: its text and the gap to the next
     text = fig.suptitle(title, fontsize=11) if title else None
-    fit_column(fig, lambda: fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 1)), text)
+    fit_column(
+        fig, lambda: fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, below_title(fig, text))), text
+    )
     return fig
 
 
@@ -293,3 +315,33 @@ def step_edges(steps: np.ndarray, *, extend: bool) -> np.ndarray:
     if not extend:
         return np.concatenate([[steps[0]], middle, [steps[-1]]])
     return np.concatenate([[steps[0] - (steps[1] - steps[0]) / 2], middle, [steps[-1] + (steps[-1] - steps[-2]) / 2]])
+
+
+def label_points(ax: Axes, x: Array, y: Array, labels: Sequence[str]) -> int:
+    """Write ``labels[i]`` beside the point ``(x[i], y[i])`` of ``ax`` (above it, on the side towards the middle of
+    the panel), skipping a label that would run into any text already there (another label, the legend, a title:
+    points close together); call it after the layout. Returns how many were written."""
+    fig = figure_of(ax)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    taken = [t.get_window_extent(renderer) for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    taken += [legend.get_window_extent(renderer) for legend in [ax.get_legend()] if legend is not None]
+    middle = sum(ax.get_xlim()) / 2
+    written = 0
+    for xi, yi, label in zip(to_numpy(x), to_numpy(y), labels):
+        right = xi <= middle
+        text = ax.annotate(
+            label,
+            (xi, yi),
+            textcoords="offset points",
+            xytext=(4 if right else -4, 4),
+            ha="left" if right else "right",
+            fontsize=MIN_FONT,
+        )
+        box = text.get_window_extent(renderer)
+        if any(box.overlaps(other) for other in taken):
+            text.remove()
+        else:
+            taken.append(box)
+            written += 1
+    return written

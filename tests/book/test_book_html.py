@@ -317,3 +317,15 @@ def test_reference_labels_read_like_the_citations():
     assert labels, "no bibliography entries on the References page"
     odd = [label for label in labels if not re.fullmatch(r"[^\W\d][\w\s.-]*(?: et al\.| and [\w-]+)?, \d{4}", label)]
     assert not odd, f"labels that are not author-year: {odd}"
+
+
+def test_no_figure_has_overlapping_text():
+    """Issue 40: every figure a chapter shows is checked, as it is drawn, for text that runs into other text
+    (lib.show.text_overlap; ``make book`` switches the check on); a page shows the check's line under a figure
+    where it failed."""
+    from lib.show.text_overlap import MARK
+
+    found = {page.name: main_of(page).get_text(" ").count(MARK) for page in pages()}
+    assert not any(found.values()), {
+        name: f"{n} figures with overlapping text (search the page for {MARK!r})" for name, n in found.items() if n
+    }

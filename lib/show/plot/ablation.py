@@ -90,8 +90,10 @@ def ablation_over_training(
             for edge in window:
                 ax.axvline(edge, color="black", ls="--", lw=1)
         finish_axis(ax, xlabel="training step", title=f"{kind} ablation", title_size=10)
+    # one colour bar spans all panels: tight_layout cannot place it; the constrained layout places it, and the
+    # overall title above the panel titles
+    fig.set_layout_engine("constrained")
     fig.colorbar(im, ax=panels, label="ICL score change (nats; > 0 = ICL lost)", fraction=0.046, pad=0.04)
-    # one colour bar spans all panels: tight_layout cannot place it, so the default layout stays
     return finish_figure(fig, title="Removing one head at a time, at every checkpoint", title_size=11, tight=False)
 
 

@@ -47,13 +47,14 @@ def composition_score_grid(
 ) -> Figure:
     """Composition scores between two layers' heads, one panel per kind, coloured against a random baseline.
 
-    Each cell is annotated with its score; the colour is centred at the mean of the random baseline, so red
-    cells compose more than random heads do and blue cells less.
+    Each cell is annotated with its score (without the leading zero, so that four heads' scores fit side by side);
+    the colour is centred at the mean of the random baseline, so red cells compose more than random heads do and blue
+    cells less (no colour bar: the numbers are on the cells). Row names are on the first panel only.
 
     Args:
         scores: kind (e.g. ``"Q"``, ``"K"``, ``"V"``; at most three) -> ``(source heads, target heads)``.
         baseline: kind -> the same scores on random models (any shape; mean and standard deviation are shown).
-        row_names, column_names: tick labels (default: the head index).
+        row_names, column_names: tick labels (default: the head index); column names are written upwards.
     """
     from matplotlib.colors import TwoSlopeNorm
 
@@ -61,25 +62,29 @@ def composition_score_grid(
     random = {kind: to_numpy(baseline[kind]).ravel() for kind in values}
     low = min(min(float(v.min()), float(random[k].min())) for k, v in values.items())
     high = max(max(float(v.max()), float(random[k].max())) for k, v in values.items())
-    fig, axes = new_figure(len(values), 1, width=3.0, height=3.1)
-    for ax, (kind, v) in zip(axes[0], values.items()):
+    fig, axes = new_figure(len(values), 1, width=2.6, height=3.2, sharey=True)
+    for k, (ax, (kind, v)) in enumerate(zip(axes[0], values.items())):
         mean, sd = float(random[kind].mean()), float(random[kind].std())
         norm = TwoSlopeNorm(mean, min(low, mean - 1e-6), max(high, mean + 1e-6))
-        im = ax.imshow(v, cmap="RdBu_r", norm=norm, interpolation="nearest")
+        ax.imshow(v, cmap="RdBu_r", norm=norm, interpolation="nearest")
         for (i, j), x in np.ndenumerate(v):
             dark = abs(float(norm(x)) - 0.5) > 0.3  # white text on the saturated ends of the colour map
-            ax.text(j, i, f"{x:.2f}", ha="center", va="center", fontsize=MIN_FONT, color="white" if dark else "black")
+            label = f"{x:.2f}".replace("0.", ".", 1) if abs(x) < 1 else f"{x:.1f}"
+            ax.text(j, i, label, ha="center", va="center", fontsize=MIN_FONT, color="white" if dark else "black")
         rows, cols = v.shape
         ax.set_yticks(range(rows), list(row_names) if row_names is not None else [str(i) for i in range(rows)])
-        ax.set_xticks(range(cols), list(column_names) if column_names is not None else [str(j) for j in range(cols)])
-        ax.tick_params(labelsize=MIN_FONT)
+        ax.set_xticks(
+            range(cols),
+            list(column_names) if column_names is not None else [str(j) for j in range(cols)],
+            rotation=90,
+        )
+        ax.tick_params(labelsize=MIN_FONT, labelleft=k == 0)
         finish_axis(
             ax,
             xlabel=column_label,
-            ylabel=row_label,
+            ylabel=row_label if k == 0 else None,
             title=f"{kind}-composition\nrandom {mean:.3f} ± {sd:.3f}",
             title_size=MIN_FONT,
             label_size=MIN_FONT,
         )
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04).ax.tick_params(labelsize=MIN_FONT)
     return finish_figure(fig, title="Composition scores (colour centred at the random mean)", title_size=10)

@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lib.show._common import MIN_FONT, Array, finish_axis, finish_figure, new_figure, to_numpy
+from lib.show._common import MIN_FONT, Array, finish_axis, finish_figure, label_points, new_figure, to_numpy
 
 
 def loss_by_position_curves(
@@ -70,7 +70,8 @@ def ablation_by_checkpoint(
     """A head's ablation at every checkpoint: what it removes against how much the head prefix-matches.
 
     Args:
-        steps: ``(K,)`` checkpoint steps (each point is labelled with its step).
+        steps: ``(K,)`` checkpoint steps (the first curve's points are labelled with their step where the labels do
+            not run into each other).
         prefix_matching: ``(K,)`` the head's prefix-matching score at those steps (the x axis of the left panel).
         removed: ablation name -> ``(K,)`` share of the ICL score it removes (left panel).
         losses: model name (intact and each ablation) -> ``(K,)`` held-out loss (right panel, against the step).
@@ -84,10 +85,7 @@ def ablation_by_checkpoint(
     fig, axes = new_figure(2, 1, width=3.5, height=3.2)
     left: Axes = axes[0, 0]
     for name, share in removed.items():
-        y = to_numpy(share)
-        left.plot(x, y, marker="o", lw=1.4, label=name)
-        for step, xi, yi in zip(steps, x, y):
-            left.annotate(f"{step:,}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=MIN_FONT)
+        left.plot(x, to_numpy(share), marker="o", lw=1.4, label=name)
     left.axhline(1.0, color="black", lw=0.6, ls="--")
     left.axhline(0.0, color="black", lw=0.6)
     finish_axis(
@@ -112,4 +110,8 @@ def ablation_by_checkpoint(
         legend=True,
         legend_size=MIN_FONT,
     )
-    return finish_figure(fig)
+    finish_figure(fig)
+    # after the layout, which sets the distances: each step once, beside its first curve's point, where it does
+    # not run into another step's label
+    label_points(left, x, to_numpy(next(iter(removed.values()))), [f"{step:,}" for step in steps])
+    return fig

@@ -350,7 +350,9 @@ def ocr_pair_losses(
     if floors is not None:
         f = to_numpy(floors)
         ax.hlines(f, np.arange(P) - 0.45, np.arange(P) + 0.45, color="grey", ls=":", label="log(mappings per rule)")
-    ax.set_xticks(range(P), [n.replace(" (", "\n(") for n in pair_names], fontsize=MIN_FONT)
+    # one line per side of the rule: five names side by side are wider than the column
+    labels = [n.replace(" -> ", " ->\n").replace(" (", "\n(") for n in pair_names]
+    ax.set_xticks(range(P), labels, fontsize=MIN_FONT)
     finish_axis(ax, ylabel=_CROSS_ENTROPY, title=title, legend=True)
     return finish_figure(fig)
 
