@@ -402,12 +402,14 @@ def dating_curves(
         CPU, and the pair's layer-1 head indices ``(2,) int64``.
     """
 
-    def measure(model: nn.Module) -> tuple[dict[PositionKind, float], torch.Tensor]:
+    model = run.model_at(0, device)
+
+    def measure(_: nn.Module) -> tuple[dict[PositionKind, float], torch.Tensor]:  # `model`, at a checkpoint
         pattern = attention_patterns(model, prefix_tokens)  # (layers, batch, heads, query, key)
         return icl_of(model, data, run.config), prefix_matching_score(pattern, prefix_tokens)[1].cpu()
 
     checkpoints = {s: {k: v.float() for k, v in state.items()} for s, state in run.checkpoints.items()}
-    steps, measured = over_checkpoints(run.model_at(0, device), checkpoints, measure)
+    steps, measured = over_checkpoints(model, checkpoints, measure)
     prefix = torch.stack([p for _, p in measured])  # (K, heads)
     pair = prefix[-1].topk(2).indices
     icl = [torch.tensor([m[kind] for m, _ in measured]) for kind in POSITION_KINDS]
