@@ -241,3 +241,22 @@ def rise_window(
         raise ValueError(f"need 0 <= low < high <= 1, got low={low!r}, high={high!r}")
     steps = list(steps)
     return rise_step(steps, values, low), rise_step(steps, values, high)
+
+
+def stays_above_step(steps: Iterable[int], values: Iterable[float] | torch.Tensor, level: float) -> int | None:
+    """The first checkpoint from which a curve stays at or above ``level`` to the last checkpoint.
+
+    Dates a score against a null where its curve is not monotone (chapter 5: the K-composition in standard
+    deviations of its rotation null rises, falls back, then rises for good). ``None`` if the last value is below.
+
+    Args:
+        steps: ``(K,)`` increasing checkpoint steps. values: ``(K,)`` the curve at those steps.
+    """
+    at, v = _curve(steps, values, minimum=1)
+    start = None
+    for step, x in zip(at, v):
+        if x >= level:
+            start = step if start is None else start
+        else:
+            start = None
+    return start

@@ -19,6 +19,7 @@ without the other.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from itertools import combinations
@@ -35,7 +36,13 @@ from lib.core.tokens import BOS, EVAL_SEED
 from lib.core.train import History, TrainConfig, train
 from lib.induction import models, smear
 from lib.induction.ablation import Kind, Replacement, ablated_losses, fraction_removed
-from lib.induction.scores import masked_mean, per_token_loss
+from lib.induction.scores import (
+    attention_patterns,
+    masked_mean,
+    over_checkpoints,
+    per_token_loss,
+    prefix_matching_score,
+)
 from lib.induction.sequences import InductionConfig, seeded_generator
 
 if TYPE_CHECKING:
@@ -374,3 +381,55 @@ def load_run(path: Path = SHIPPED) -> Run:
         data["seconds"],
         {int(s): v for s, v in data["checkpoints"].items()},
     )
+
+
+DATING_CURVES = ("ICL, late repeated positions", "ICL, late non-repeated positions", "prefix matching of the pair")
+"""The three curves chapter 5 dates on a mixed-task run (:func:`dating_curves`)."""
+
+
+def dating_curves(
+    run: Run, data: MixedBatch, prefix_tokens: torch.Tensor, device: torch.device | str | None = None
+) -> tuple[list[int], dict[str, torch.Tensor], torch.Tensor]:
+    """A run's ICL on late repeated and non-repeated positions (:func:`icl_of`) and the layer-1 prefix matching of
+    *the pair*, the two layer-1 heads that end highest on it, at each of its checkpoints (chapter 5).
+
+    Args:
+        data: the evaluation set (:func:`eval_batch`). prefix_tokens: ``(batch, seq) int64`` the prefix-matching
+            set (:func:`lib.induction.sequences.eval_sets`) on ``device``.
+
+    Returns:
+        ``(steps, curves, pair)``: the checkpoint steps, :data:`DATING_CURVES` -> ``(K,)`` float tensors on the
+        CPU, and the pair's layer-1 head indices ``(2,) int64``.
+    """
+
+    model = run.model_at(0, device)
+
+    def measure(_: nn.Module) -> tuple[dict[PositionKind, float], torch.Tensor]:  # `model`, at a checkpoint
+        pattern = attention_patterns(model, prefix_tokens)  # (layers, batch, heads, query, key)
+        return icl_of(model, data, run.config), prefix_matching_score(pattern, prefix_tokens)[1].cpu()
+
+    checkpoints = {s: {k: v.float() for k, v in state.items()} for s, state in run.checkpoints.items()}
+    steps, measured = over_checkpoints(model, checkpoints, measure)
+    prefix = torch.stack([p for _, p in measured])  # (K, heads)
+    pair = prefix[-1].topk(2).indices
+    icl = [torch.tensor([m[kind] for m, _ in measured]) for kind in POSITION_KINDS]
+    return steps, dict(zip(DATING_CURVES, [*icl, prefix[:, pair].mean(dim=1)])), pair
+
+
+DATING = Path(__file__).resolve().parent.parent / "data" / "mixed_dating.json"
+""":func:`dating_curves` of the mixed-task runs of seeds 0-2 on the book's evaluation sets, written by
+``bench/mixed_dating.py`` (seeds 0 and 2 trained there, seed 1 the shipped run); chapter 5 shows them side by side."""
+
+
+def load_dating(path: Path = DATING) -> tuple[list[int], dict[int, tuple[torch.Tensor, dict[str, torch.Tensor]]]]:
+    """The curves saved at ``path`` (by default :data:`DATING`).
+
+    Returns:
+        ``(steps, {seed: (pair (2,) int64, {name: (K,) float}})``, the names :data:`DATING_CURVES`.
+    """
+    data = json.loads(path.read_text())
+    runs = {
+        int(seed): (torch.tensor(run["pair"]), {name: torch.tensor(run[name]) for name in DATING_CURVES})
+        for seed, run in data["seeds"].items()
+    }
+    return [int(s) for s in data["steps"]], runs

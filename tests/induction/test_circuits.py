@@ -284,3 +284,13 @@ def test_qk_intervention_validates_inputs(hand):
     with pytest.raises(ValueError, match="\\(batch, seq\\) int64"):
         circuits.run_with_qk_from_embeddings(hand, tokens[0], ("keys",))
     assert hooks_on(hand) == 0
+
+
+def test_composition_against_baseline_is_the_mean_score_in_null_sds(hand):
+    score, z = circuits.composition_against_baseline(hand, 0, [0], "K", samples=300, seed=0)
+    null = circuits.composition_baseline(hand, samples=300, seed=0)["K"][0, 0]
+    assert score == pytest.approx(circuits.composition_scores(hand)["K"][0, 0].item())
+    assert z == pytest.approx(((score - null.mean()) / null.std()).item(), rel=1e-5)
+    assert z > 3  # the hand-built pair composes through its keys
+    with pytest.raises(ValueError, match="at least one"):
+        circuits.composition_against_baseline(hand, 0, [])

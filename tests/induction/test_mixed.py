@@ -192,3 +192,17 @@ def test_train_model_one_layer_smeared_and_icl_of():
     got = mixed.icl_of(smeared_model, data, SMALL)
     assert set(got) == set(mixed.POSITION_KINDS) and all(isinstance(v, float) for v in got.values())
     assert all(got[k] == pytest.approx(expected[k].item(), abs=1e-5) for k in got)
+
+
+def test_shipped_dating_matches_the_shipped_run():
+    """lib/data/mixed_dating.json's seed 1 is :func:`mixed.dating_curves` of the shipped run on the book's sets."""
+    from lib.induction import sequences
+
+    steps, runs = mixed.load_dating()
+    assert sorted(runs) == [0, 1, 2] and steps == list(range(0, 1501, 100))
+    data = mixed.eval_batch(CONFIG, "cpu", n=128)
+    prefix = sequences.eval_sets(CONFIG.model_config(8), "cpu").prefix_tokens[:64]
+    got_steps, curves, pair = mixed.dating_curves(mixed.load_run(), data, prefix)
+    assert got_steps == steps and torch.equal(pair, runs[1][0])
+    for name in mixed.DATING_CURVES:
+        torch.testing.assert_close(curves[name], runs[1][1][name], atol=1e-4, rtol=0)

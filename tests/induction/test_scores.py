@@ -453,3 +453,13 @@ def test_steepest_rise_finds_the_fastest_stretch():
         dynamics.steepest_rise(steps, values, 150)
     with pytest.raises(ValueError, match="span must be a positive integer"):
         dynamics.steepest_rise(steps, values, 0)
+
+
+def test_stays_above_step_dates_the_last_crossing():
+    steps = [0, 10, 20, 30, 40, 50]
+    # up past the level at 10, back below at 20, up for good from 30
+    assert dynamics.stays_above_step(steps, [0.0, 3.5, 2.0, 3.0, 4.0, 5.0], 3.0) == 30
+    assert dynamics.stays_above_step(steps, torch.tensor([4.0] * 6), 3.0) == 0
+    assert dynamics.stays_above_step(steps, [0.0, 4.0, 4.0, 4.0, 4.0, 2.9], 3.0) is None
+    with pytest.raises(ValueError, match="matching steps"):
+        dynamics.stays_above_step(steps, [1.0], 3.0)
