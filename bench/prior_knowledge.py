@@ -34,37 +34,12 @@ import torch
 from lib.core.device import clock, pick_device
 from lib.ocr import prior
 
-# two-sided 95% Student-t quantiles by degrees of freedom (for paired intervals over seeds)
-T_975 = {
-    1: 12.706,
-    2: 4.303,
-    3: 3.182,
-    4: 2.776,
-    5: 2.571,
-    6: 2.447,
-    7: 2.365,
-    8: 2.306,
-    9: 2.262,
-    10: 2.228,
-    11: 2.201,
-    12: 2.179,
-    13: 2.160,
-    14: 2.145,
-    15: 2.131,
-    19: 2.093,
-    29: 2.045,
-}
-
 
 def paired_interval(values: torch.Tensor) -> list[float]:
     """Mean of ``values`` (one per seed) and its two-sided 95% Student-t interval: ``[mean, low, high]``."""
-    n = len(values)
-    mean = float(values.mean())
-    if n < 2:
-        return [mean, mean, mean]
-    t = T_975.get(n - 1, 1.96)
-    half = t * float(values.std()) / n**0.5
-    return [mean, mean - half, mean + half]
+    if len(values) < 2:
+        return [float(values.mean())] * 3
+    return list(prior.seed_interval(values))
 
 
 def run(

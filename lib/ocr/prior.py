@@ -458,6 +458,41 @@ def run_prior_knowledge(
     )
 
 
+def t_quantile(p: float, df: int) -> float:
+    """The ``p``-quantile of Student's t distribution with ``df`` degrees of freedom, for ``0.5 <= p < 1``.
+
+    With ``t = sqrt(df) tan(u)``, the angle ``u`` has density proportional to ``cos(u) ** (df - 1)`` on
+    ``(-pi/2, pi/2)``: a bounded integrand, integrated numerically in float64 (trapezoids on 200,001 points) and
+    inverted by interpolation. Agrees with the printed tables to their 3 decimals (``df = 1`` is exact: Cauchy).
+    """
+    validate.positive_int("df", df)
+    if not 0.5 <= p < 1:
+        raise ValueError(f"p must be in [0.5, 1), got {p!r}")
+    u = torch.linspace(0, torch.pi / 2, 200_001, dtype=torch.float64)
+    density = u.cos() ** (df - 1)
+    mass = torch.cat([torch.zeros(1, dtype=torch.float64), ((density[1:] + density[:-1]) / 2 * u.diff()).cumsum(0)])
+    cdf = 0.5 + 0.5 * mass / mass[-1]  # (points,): P(T <= sqrt(df) tan(u))
+    k = int(torch.searchsorted(cdf, torch.tensor([p], dtype=torch.float64)).clamp(1, len(u) - 1))
+    angle = u[k - 1] + (p - cdf[k - 1]) / (cdf[k] - cdf[k - 1]) * (u[k] - u[k - 1])
+    return float(df**0.5 * angle.tan())
+
+
+def seed_interval(values: Tensor | list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """The mean of ``values`` (one per seed, ``(seeds,)``, at least two) and its two-sided Student-t interval at
+    ``level``: ``(mean, low, high)``. For paired differences, pass the per-seed differences.
+
+    ``bench/prior_knowledge.py`` writes its 95% intervals with it; chapter 4 also reads them at a Bonferroni-corrected
+    ``level`` (``1 - 0.05 / m`` for ``m`` intervals).
+    """
+    v = torch.as_tensor(values).detach().cpu().double()  # float64 on the CPU: MPS has none
+    if v.ndim != 1 or len(v) < 2:
+        raise ValueError(f"values must be one number per seed, at least two, got shape {tuple(v.shape)}")
+    validate.fraction("level", level)
+    mean = float(v.mean())
+    half = t_quantile((1 + level) / 2, len(v) - 1) * float(v.std()) / len(v) ** 0.5
+    return mean, mean - half, mean + half
+
+
 BENCH_PATH = shipped.DATA / "prior_knowledge.json"
 """The ten-seed run of ``bench/prior_knowledge.py --json`` that chapter 4 plots."""
 

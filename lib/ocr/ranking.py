@@ -232,21 +232,28 @@ def swap_pairs(task: SentenceTask, tokenizer: PreTrainedTokenizerBase) -> list[t
     """Held-out subjects paired for the name-swap control (:func:`name_swap_share`), greedily in index order.
 
     Two subjects pair up when they belong to the same rule, have different implications, and their names have the
-    same number of tokens with no token in common (so swapping two tokens' embeddings touches each name once).
+    same number of tokens with no token in common, with each other or with any name already paired: every swap then
+    touches one token of one paired name only (a token that is one pair's first name and another pair's last name
+    would be swapped twice, and the swaps would no longer make a question its partner's).
     """
     ids = {i: tokenizer(task.names[i], add_special_tokens=False)["input_ids"] for i in task.test_subjects}
     pairs: list[tuple[int, int]] = []
+    used: set[int] = set()  # the tokens of the names paired so far
     free = list(task.test_subjects)
     while free:
         i = free.pop(0)
+        if set(ids[i]) & used:
+            continue
         for j in free:
             if (
                 task.pair_of[i] == task.pair_of[j]
                 and task.implication_of[i] != task.implication_of[j]
                 and len(ids[i]) == len(ids[j])
                 and not set(ids[i]) & set(ids[j])
+                and not set(ids[j]) & used
             ):
                 pairs.append((i, j))
+                used |= set(ids[i]) | set(ids[j])
                 free.remove(j)
                 break
     return pairs

@@ -486,6 +486,7 @@ CALLS: dict[str, Call] = {
     "lib.ocr.prior:rule_ranks": lambda d: prior.rule_ranks(prior_lm(d), prior_data()),
     "lib.ocr.prior:world_rank": lambda d: prior.world_rank(prior_lm(d), prior_data()),
     "lib.ocr.prior:run_prior_knowledge": lambda d: prior_run(d),
+    "lib.ocr.prior:seed_interval": lambda d: prior.seed_interval(draw(10).to(d)),
     # lib.ocr.proximal
     "lib.ocr.proximal:nuclear_proximal": lambda d: nuclear_step(d),
     # lib.ocr.ranking

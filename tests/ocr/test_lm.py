@@ -367,6 +367,18 @@ def test_name_swap_pairs_and_share(small_task):
     for i, j in pairs:
         assert small_task.pair_of[i] == small_task.pair_of[j] and i in small_task.test_subjects
         assert small_task.implication_of[i] != small_task.implication_of[j]
+    # a held-out first name that is another paired person's last name (as on CIRCUITS_SEED=3): swapping that token
+    # for both pairs would collide, so no token may be in two paired names, whatever its position
+    names = list(small_task.names)
+    a, b = pairs[0][0], pairs[1][0]
+    names[b] = f"{names[a].split()[1]} {names[b].split()[1]}"
+    clash = sentences.build_sentences(
+        sentences.SentenceConfig(n_subjects=100, values_per_pair=5, names=tuple(names), seed=1)
+    )
+    for task in (small_task, clash):
+        t = lm.task_tokenizer(task)
+        paired = [x for pair in ranking.swap_pairs(task, t) for i in pair for x in t(task.names[i])["input_ids"][1:]]
+        assert len(paired) == len(set(paired))
     model = lm.tiny_gpt2(tok, lm.TinyLMConfig(d_model=16, n_head=2, seed=2))
     before = model.get_input_embeddings().weight.detach().clone()
     # unswapped: computed by hand from the scores; all tokens swapped: each question becomes its partner's exactly

@@ -2,6 +2,7 @@
 figure."""
 
 import dataclasses
+import math
 
 import matplotlib.pyplot as plt
 import pytest
@@ -328,3 +329,30 @@ def test_replay_mixes_pre_training_sentences_into_fine_tuning():
     assert mixed != prior.fine_tuning_text(data, task, replay=True, seed=4)
     with pytest.raises(ValueError, match="replay"):
         dataclasses.replace(experiment, replay=1)
+
+
+def test_t_quantile_matches_the_printed_tables_and_the_cauchy_case():
+    # two-sided 95% and 99.9% points of Student's t, as printed in the usual tables
+    table = {(0.975, 1): 12.706, (0.975, 4): 2.776, (0.975, 9): 2.262, (0.975, 29): 2.045, (0.9995, 9): 4.781}
+    for (p, df), t in table.items():
+        assert abs(prior.t_quantile(p, df) - t) < 6e-4, (p, df)
+    assert abs(prior.t_quantile(0.9, 1) - math.tan(math.pi * 0.4)) < 1e-6  # Cauchy: tan(pi (p - 1/2))
+    assert prior.t_quantile(0.5, 9) == 0.0
+    assert abs(prior.t_quantile(0.975, 10_000) - 1.95996) < 1e-3  # towards the normal's
+    for p, df in ((1.0, 9), (0.4, 9), (0.975, 0)):
+        with pytest.raises(ValueError):
+            prior.t_quantile(p, df)
+
+
+def test_seed_interval_is_the_mean_and_its_student_t_interval():
+    values = torch.tensor([1.0, 2.0, 4.0, 5.0])
+    mean, low, high = prior.seed_interval(values)
+    half = 3.182 * float(values.double().std()) / 2  # t at 97.5%, 3 degrees of freedom
+    assert mean == 3.0 and abs(high - mean - half) < 1e-3 and abs(mean - low - half) < 1e-3
+    wider = prior.seed_interval(values, level=1 - 0.05 / 10)  # Bonferroni for ten intervals
+    assert wider[0] == mean and wider[1] < low and wider[2] > high
+    for bad in (torch.tensor([1.0]), torch.ones(2, 2)):
+        with pytest.raises(ValueError, match="one number per seed"):
+            prior.seed_interval(bad)
+    with pytest.raises(ValueError, match="level"):
+        prior.seed_interval(values, level=1.0)
