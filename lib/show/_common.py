@@ -147,7 +147,12 @@ def finish_figure(fig: Figure, *, title: str = "", title_size: float | None = No
     text = fig.suptitle(title) if title else None
     if text is not None and title_size is not None:
         text.set_fontsize(title_size)
-    fit_column(fig, (lambda: fig.tight_layout(rect=(0, 0, 1, below_title(fig, text)))) if tight else lambda: None, text)
+    # tight=False: the figure's own layout engine (a constrained layout) runs when the figure is drawn
+    fit_column(
+        fig,
+        (lambda: fig.tight_layout(rect=(0, 0, 1, below_title(fig, text)))) if tight else fig.draw_without_rendering,
+        text,
+    )
     return fig
 
 

@@ -257,6 +257,9 @@ CALLS: dict[str, Call] = {
     "lib.induction.circuits:qk_matrices": lambda d: circuits.qk_matrices(model(d)),
     "lib.induction.circuits:composition_scores": lambda d: circuits.composition_scores(model(d)),
     "lib.induction.circuits:composition_baseline": lambda d: circuits.composition_baseline(model(d), samples=5),
+    "lib.induction.circuits:composition_against_baseline": lambda d: circuits.composition_against_baseline(
+        model(d), 0, [0, 1], samples=5
+    ),
     "lib.induction.circuits:at_initialisation": lambda d: circuits.at_initialisation(
         circuits.composition_scores, TINY, [0, 1], device=d
     ),
@@ -294,6 +297,9 @@ CALLS: dict[str, Call] = {
     ),
     "lib.induction.dynamics:rise_step": lambda d: dynamics.rise_step(
         range(5), torch.tensor([0.0, 0.1, 0.6, 0.9, 1.0]).to(d), 0.5
+    ),
+    "lib.induction.dynamics:stays_above_step": lambda d: dynamics.stays_above_step(
+        range(5), torch.tensor([0.0, 3.5, 1.0, 3.2, 4.0]).to(d), 3.0
     ),
     "lib.induction.dynamics:rise_window": lambda d: dynamics.rise_window(
         range(5), torch.tensor([0.0, 0.1, 0.6, 0.9, 1.0]).to(d)
@@ -530,6 +536,11 @@ CALLS: dict[str, Call] = {
     "lib.ocr.theorem:effective_block": lambda d: theorem.effective_block(one_layer(d), problem(), task().eos_id),
     "lib.ocr.theorem:agreement": lambda d: theorem.agreement(draw(5, 7).to(d), draw(5, 7, seed=1).to(d)),
     "lib.ocr.theorem:numerical_rank": lambda d: theorem.numerical_rank(draw(6, 4).to(d)),
+    "lib.ocr.theorem:symmetric_start": lambda d: theorem.symmetric_start(
+        onelayer.OneLayer(
+            onelayer.OneLayerConfig(vocab_size=task().vocab_size, parameterization="merged", n_seeds=2)
+        ).to(d)
+    ),
     "lib.ocr.theorem:factorized_descent": lambda d: theorem.factorized_descent(*margin_problem(d), 4, [2], steps=5),
     "lib.ocr.theorem:margin_ratio": lambda d: theorem.margin_ratio(one_layer(d), problem(), task().eos_id),
     # lib.ocr.theory
@@ -563,6 +574,8 @@ EXCLUDED: dict[str, str] = {
     "tensors (solve_max_margin, called above, moves device inputs there)",
     "lib.ocr.lm:load_pretrained": "downloads a hub model (about 0.5 GB): not in a unit test; tiny_gpt2 is called",
     "lib.ocr.lm:load_if_enabled": "load_pretrained behind a switch (see above)",
+    "lib.induction.mixed:dating_curves": "every checkpoint of a shipped run (about a minute); its parts (Run.model_at, "
+    "icl_of, scores.attention_patterns, scores.prefix_matching_score) are called above",
     "lib.induction.natural.recipes:run": "a full training run from the corpus (minutes); its parts (make_probes, "
     "measure, train) are called above",
 }
