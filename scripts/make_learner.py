@@ -8,7 +8,8 @@ solution cell (tag ``solution``), and a check cell. The learner copy drops every
 the stubs runnable (drops the tags that made the book build and nbval skip them), turns MyST dropdowns
 into HTML ``<details>`` (which Jupyter and Colab render collapsed), turns the book's ``{term}``, ``{cite}`` and
 ``{numref}`` roles into links to the published glossary, bibliography and figures (Jupyter and Colab show MyST roles
-raw; a figure reference reads "Fig. 5.2" as on the book's page), opens with a
+raw; a figure reference reads "Fig. 5.2" as on the book's page), turns the "Key results" box into a quotation whose
+numbers read ``?`` (the book pastes in numbers a run computes; a learner's run prints them), opens with a
 cell that says what the edition is and where the solutions are, and clears every output.
 """
 
@@ -46,6 +47,14 @@ def tags(cell: dict) -> list[str]:
 TERM = re.compile(r"\{term\}`(?P<text>[^`<]*?)\s*(?:<(?P<target>[^`>]*)>)?`")
 CITE = re.compile(r"\{cite(?::(?P<style>[tp]))?\}`(?P<keys>[^`]*)`")
 NUMREF = re.compile(r"\{numref\}`(?P<target>[^`]*)`")
+GLUE = re.compile(r"\{glue:text\}`[^`]*`")
+KEY_RESULTS = re.compile(
+    r"^(`{3,})\{admonition\}[ \t]*(?P<title>.*?)\n:class: key-results[ \t]*\n(?P<body>.*?)^\1[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+KEY_RESULTS_NOTE = (
+    "*Each **?** is a number this chapter computes: your run prints it, and the [book's page]({page}) shows it.*"
+)
 BIB_ENTRY = re.compile(r"@\w+\{(?P<key>[^,\s]+),(?P<body>.*?)\n\}", re.DOTALL)
 
 
@@ -139,6 +148,17 @@ def roles_to_links(
     return NUMREF.sub(figure, CITE.sub(cite, TERM.sub(term, markdown)))
 
 
+def key_results_to_quote(markdown: str, page: str) -> str:
+    """The "Key results" admonition (class ``key-results``) -> a Markdown quotation, its glued numbers ``?`` and a
+    line saying where the numbers are (the chapter's book ``page``)."""
+
+    def quote(m: re.Match[str]) -> str:
+        body = GLUE.sub("**?**", m["body"].strip()) + "\n\n" + KEY_RESULTS_NOTE.format(page=page)
+        return "\n".join(f"> {line}".rstrip() for line in [f"**{m['title']}**", "", *body.splitlines()])
+
+    return KEY_RESULTS.sub(quote, markdown)
+
+
 def dropdowns_to_details(markdown: str) -> str:
     """```{dropdown} Title ... ``` (or :::) -> <details><summary>Title</summary> ... </details>."""
     return DROPDOWN.sub(
@@ -161,6 +181,7 @@ def learner_notebook(
     book = book or pages_url()
     terms = glossary_terms((ROOT / "chapters" / "glossary.md").read_text()) if terms is None else terms
     figures = figure_numbers(chapters()) if figures is None else figures
+    page = f"{book}/chapters/{name}.html"
     cells = []
     for cell in nb["cells"]:
         cell = json.loads(json.dumps(cell))
@@ -174,10 +195,11 @@ def learner_notebook(
             else:
                 cell.get("metadata", {}).pop("tags", None)
         elif cell["cell_type"] == "markdown":
-            cell["source"] = roles_to_links(dropdowns_to_details(text(cell)), names, book, terms, figures)
+            markdown = key_results_to_quote(dropdowns_to_details(text(cell)), page)
+            cell["source"] = roles_to_links(markdown, names, book, terms, figures)
         cells.append(cell)
     title = re.sub(r"^#\s*", "", text(nb["cells"][0]).splitlines()[0]).strip()
-    words = {"title": title, "page": f"{book}/chapters/{name}.html"}
+    words = {"title": title, "page": page}
     has_exercises = any("exercise-stub" in tags(c) for c in cells)
     notice = (EXERCISES if has_exercises else NO_EXERCISES).format(**words)
     cells.insert(1, {"cell_type": "markdown", "metadata": {}, "source": notice})

@@ -156,6 +156,19 @@ def test_dropdowns_become_details():
     assert "<summary>Hint 2</summary>" in out and "{dropdown}" not in out
 
 
+def test_key_results_become_a_quotation_with_question_marks():
+    md = (
+        "Intro.\n\n```{admonition} Key results\n:class: key-results\n\n"
+        "- The loss falls in {glue:text}`ch5-window` steps ({numref}`fig-5-a`).\n```\n\nAfter."
+    )
+    out = make_learner.key_results_to_quote(md, "https://b.io/x/chapters/05_t.html")
+    assert out == (
+        "Intro.\n\n> **Key results**\n>\n> - The loss falls in **?** steps ({numref}`fig-5-a`).\n>\n"
+        "> *Each **?** is a number this chapter computes: your run prints it, and the "
+        "[book's page](https://b.io/x/chapters/05_t.html) shows it.*\n\nAfter."
+    )
+
+
 def test_learner_notebook_on_a_made_up_exercise():
     def cell(kind, src, t=()):
         c = {"cell_type": kind, "metadata": {"tags": list(t)} if t else {}, "source": src}
