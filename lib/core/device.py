@@ -223,7 +223,8 @@ def seed_everything(seed: int) -> torch.Generator:
 
 
 def describe_environment() -> dict[str, str]:
-    """Versions and device as printed by the start-here chapter's environment check."""
+    """Versions and device as printed by the start-here chapter's environment check (the system as its name and
+    processor, ``Linux x86_64``: the whole platform string names a kernel build, which tells a reader nothing)."""
     import platform
     import sys
     from importlib.metadata import PackageNotFoundError, version
@@ -234,7 +235,7 @@ def describe_environment() -> dict[str, str]:
         lens = "not installed"
     info = {
         "python": sys.version.split()[0],
-        "platform": platform.platform(),
+        "system": f"{platform.system()} {platform.machine()}",
         "torch": torch.__version__,
         "transformer_lens": lens,
         "device": str(pick_device()),

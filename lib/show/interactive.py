@@ -53,6 +53,11 @@ NO_PLOTLY = (
 CONFIG: dict[str, Any] = {"displayModeBar": False, "responsive": True}
 
 
+FONT_PX = 14
+"""Every text of an interactive figure is at least this many CSS pixels (10.5 pt), as legible as the page's text."""
+TITLE = {"font": {"size": FONT_PX + 2}, "y": 0.98, "yanchor": "top"}
+
+
 def thin(steps: Sequence[int], max_frames: int) -> list[int]:
     """At most ``max_frames`` of ``steps``, evenly spaced by index, always keeping the first and the last."""
     max_frames = validate.int_at_least("max_frames", max_frames, 2)
@@ -177,7 +182,8 @@ def ocr_checkpoint_figure(
     heat = [2 * i for i in range(len(arms))]
     fig.frames = [go.Frame(name=str(s), data=heatmaps(s), traces=heat) for s in steps]
     fig.update_layout(
-        title=title,
+        title={"text": title, **TITLE},
+        font={"size": FONT_PX},
         width=None,
         height=220 * len(arms) + 190,
         margin={"l": 40, "r": 20, "t": 70, "b": 110},
@@ -247,7 +253,8 @@ def attention_figure(
     )
     fig.update_xaxes(title_text="attends to (key position)", constrain="domain", tickangle=0, **ticks)
     fig.update_layout(
-        title=title,
+        title={"text": title, **TITLE},
+        font={"size": FONT_PX},
         height=640,
         margin={"l": 60, "r": 20, "t": 90, "b": 110},
         template="simple_white",
@@ -340,7 +347,8 @@ def ablation_figure(
         go.Frame(name=str(s), data=[go.Scatter(y=y) for y in ys(s)], traces=list(range(n_traces))) for s in kept
     ]
     fig.update_layout(
-        title={"text": title, "font": {"size": 14}, "y": 0.98, "yanchor": "top"},
+        title={"text": title, **TITLE},
+        font={"size": FONT_PX},
         height=240 * len(kinds) + 270,
         margin={"l": 60, "r": 20, "t": 140, "b": 120},
         template="simple_white",

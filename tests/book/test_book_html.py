@@ -329,3 +329,27 @@ def test_no_figure_has_overlapping_text():
     assert not any(found.values()), {
         name: f"{n} figures with overlapping text (search the page for {MARK!r})" for name, n in found.items() if n
     }
+
+
+@pytest.mark.parametrize("page", [p for p in CHAPTER_PAGES if not p.name.startswith("00_")], ids=lambda p: p.stem)
+def test_the_key_results_open_the_chapter_and_the_chapter_prints_them(page):
+    """The box (lib/show/key_results.py) comes before the first code cell; each result shows its computed number
+    and links its figure, numbered as on the page; and each number is also printed by the chapter."""
+    main = main_of(page)
+    box = main.select_one("div.admonition.key-results")
+    assert box is not None, f"{page.name}: no Key results box"
+    assert not box.find_all_previous("div", class_="cell"), f"{page.name}: a code cell comes before the Key results"
+    printed = " ".join(o.get_text(" ") for o in main.select("div.cell_output"))
+    for item in box.select("li"):
+        numbers = [s.get_text() for s in item.select("span.pasted-text")]
+        assert numbers, f"{page.name}: a key result without its number: {item.get_text()[:80]!r}"
+        for number in numbers:
+            assert number in printed, f"{page.name}: the key result {number!r} is not printed by the chapter"
+        links = item.select("a[href^='#fig-']")
+        assert links, f"{page.name}: a key result without its figure: {item.get_text()[:80]!r}"
+        for link in links:
+            figure = main.find(id=link["href"][1:])
+            shown = figure.select_one(".caption-number").get_text().strip() if figure else None
+            assert shown == link.get_text().strip(), (
+                f"{page.name}: {link.get_text()!r} links {link['href']}, captioned {shown!r}"
+            )

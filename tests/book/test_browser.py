@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 from bookfiles import ROOT, resolve, toc_files
-from headless import chromium, serve
+from headless import chromium, only_local, serve
 
 HTML = ROOT / "_build" / "html"
 EXECUTED = ROOT / "_build" / "jupyter_execute"
@@ -121,6 +122,34 @@ def test_page_renders_cleanly(rel, server, browser):
     )
 
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import page_stats  # noqa: E402
+
+CHAPTERS = [rel for rel in PAGES if re.match(r"0[1-8]_", rel.name)]
+FIGURES_PER_1000_WORDS = 2
+# Chapters that may read with fewer figures, and why (issue 40: ">= 2 figures per 1,000 words, or a stated exception").
+FEWER_FIGURES: dict[str, str] = {}
+
+
+@pytest.mark.parametrize("rel", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_no_cell_is_taller_than_a_screen_and_figures_carry_the_text(rel, server, browser):
+    """As scripts/page_stats.py measures a page at 1280 x 800: no code cell, as shown (code and printed text not
+    folded), is taller than one screen; and the page has a figure for every 500 words, or says why not."""
+    page = browser.new_page()
+    page.goto(f"{server}/{rel.as_posix()}", wait_until="load")
+    m = page.evaluate(page_stats.MEASURE)
+    page.close()
+    assert m["tallest"] <= page_stats.SCREEN[1], (
+        f"{rel}: a code cell {m['tallest']} px tall as shown (a screen is {page_stats.SCREEN[1]}): fold its code "
+        "(tag hide-input) or its printed output (hide-output)"
+    )
+    per_1000 = 1000 * m["figures"] / m["words"]
+    assert per_1000 >= FIGURES_PER_1000_WORDS or rel.stem in FEWER_FIGURES, (
+        f"{rel}: {m['figures']} figures in {m['words']} words ({per_1000:.1f} per 1,000; at least "
+        f"{FIGURES_PER_1000_WORDS}, or an entry in FEWER_FIGURES saying why)"
+    )
+
+
 # Interactive figures (lib.show.interactive): plotly figures that the reader's browser draws from data in the page, with
 # plotly.js served by the book itself (lib.show.interactive's Sphinx hook writes it into _static/).
 FIGURE_PAGES = [
@@ -169,3 +198,15 @@ def test_interactive_figures_work_offline_and_follow_their_slider(rel, server, b
     assert all(last > 0 and changed for last, changed in moved), (
         f"{rel}: (slider's starting step, figure changed when it moved to the first step) per figure: {moved}"
     )
+
+
+def test_search_results_quote_no_raw_tex(server, browser):
+    """A search result's quote shows no TeX source (_static/search-snippets.js leaves each formula out)."""
+    page = browser.new_page()
+    only_local(page, server)
+    page.goto(f"{server}/search.html?q=nuclear+norm", wait_until="load")
+    page.wait_for_function("() => document.querySelectorAll('ul.search li p.context').length >= 3", timeout=30_000)
+    quotes = page.locator("ul.search li p.context").all_inner_texts()
+    page.close()
+    raw = [q[:80] for q in quotes if re.search(r"\\\(|\\\[|\$\$|\\[a-zA-Z]+\{", q)]
+    assert not raw, f"search results quote raw TeX: {raw}"

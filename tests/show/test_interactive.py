@@ -136,6 +136,25 @@ def test_ablation_figure_panels_per_kind_dropdown_over_heads():
     assert {s.x0 for s in fig.layout.shapes} == {13.5}
 
 
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: interactive.ocr_checkpoint_figure(ocr_blocks(), np.arange(0, 80, 4), max_frames=5),
+        lambda: interactive.attention_figure(patterns(), list(range(0, 601, 10))),
+        lambda: interactive.ablation_figure(losses(), list(range(0, 601, 20)), NAMES, period=12),
+    ],
+    ids=["ocr", "attention", "ablation"],
+)
+def test_every_text_is_at_least_ten_points(build):
+    """Plotly sizes text in CSS pixels: 10 pt is 13.3 px. Text without a size of its own takes the layout's."""
+    fig = build()
+    ten_points = 10 * 96 / 72
+    assert fig.layout.font.size >= ten_points
+    sizes = [fig.layout.title.font.size] + [a.font.size for a in fig.layout.annotations]
+    sizes += [s.font.size for s in fig.layout.sliders] + [m.font.size for m in fig.layout.updatemenus]
+    assert all(size is None or size >= ten_points for size in sizes), sizes
+
+
 def test_ablation_figure_rejects_mismatched_names():
     with pytest.raises(ValueError, match="names"):
         interactive.ablation_figure(losses(), list(range(0, 601, 20)), NAMES[:-1])
