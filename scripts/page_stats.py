@@ -22,6 +22,7 @@ SCREEN = (1280, 800)
 """The reader's window in CSS pixels (issue 40: a laptop at 1280 x 800)."""
 
 MEASURE = """() => {
+  const SCREEN = SCREEN_PX;
   const article = document.querySelector('article.bd-article') || document.querySelector('main');
   const shown = (el) => !el.closest('details:not([open])') && el.offsetParent !== null;
   const clone = article.cloneNode(true);
@@ -29,16 +30,20 @@ MEASURE = """() => {
   const words = (clone.textContent.match(/[A-Za-z0-9][\\w'\\u2019.-]*/g) || []).length;
   const figures = article.querySelectorAll('figure').length;
   let tallest = 0;
+  const taller = [];
   for (const cell of article.querySelectorAll('div.cell')) {
     let height = 0;
     for (const part of cell.querySelectorAll('div.cell_input, div.cell_output pre, div.cell_output table')) {
       if (shown(part)) height += part.getBoundingClientRect().height;
     }
     tallest = Math.max(tallest, height);
+    const code = cell.querySelector('div.cell_input pre');
+    if (height > SCREEN) taller.push([Math.round(height), code ? code.textContent.split('\\n')[0] : '']);
   }
-  return {words, figures, height: article.getBoundingClientRect().height, tallest: Math.round(tallest)};
-}"""
-"""JavaScript for ``page.evaluate``: ``{words, figures, height, tallest}`` of the open page."""
+  return {words, figures, height: article.getBoundingClientRect().height, tallest: Math.round(tallest), taller};
+}""".replace("SCREEN_PX", str(SCREEN[1]))
+"""JavaScript for ``page.evaluate``: ``{words, figures, height, tallest, taller}`` of the open page; ``taller`` lists
+the cells taller than a screen as ``[height, first line of code]``."""
 
 
 def chapter_pages(html: Path) -> list[Path]:

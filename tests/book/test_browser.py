@@ -140,8 +140,8 @@ def test_no_cell_is_taller_than_a_screen_and_figures_carry_the_text(rel, server,
     m = page.evaluate(page_stats.MEASURE)
     page.close()
     assert m["tallest"] <= page_stats.SCREEN[1], (
-        f"{rel}: a code cell {m['tallest']} px tall as shown (a screen is {page_stats.SCREEN[1]}): fold its code "
-        "(tag hide-input) or its printed output (hide-output)"
+        f"{rel}: code cells taller than a screen ({page_stats.SCREEN[1]} px) as shown, [px, first line]: "
+        f"{m['taller']}; fold their code (tag hide-input) or printed output (hide-output)"
     )
     per_1000 = 1000 * m["figures"] / m["words"]
     assert per_1000 >= FIGURES_PER_1000_WORDS or rel.stem in FEWER_FIGURES, (
