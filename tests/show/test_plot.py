@@ -102,6 +102,25 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         {"top": 3},
     ),
     (
+        "ocr_training_draw",
+        "a draw without leaks",
+        (rand(16, low=10, high=40), torch.where(IS_TRAIN, 30.0, 0.0), IS_TRAIN),
+        {},
+    ),
+    (
+        "ocr_one_step",
+        "four cases",
+        (
+            {
+                "factorized, gradient": rand(3, low=0.9),
+                "factorized, Adam": rand(3, low=0.9),
+                "merged, gradient": rand(3, high=0.1),
+                "merged, Adam": torch.zeros(3),
+            },
+        ),
+        {"chance": 0.05},
+    ),
+    (
         "ocr_mean_rank",
         "with reference",
         (
