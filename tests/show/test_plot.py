@@ -108,6 +108,18 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         {},
     ),
     (
+        "ocr_directions",
+        "two arms, three starts",
+        (
+            {
+                "factorized": torch.tensor([4.0, 2.0, 0.1, 0.01]),
+                "factorized, start x100": torch.tensor([4.0, 3.0, 0.5, 0.02]),
+                "merged": torch.tensor([3.0, 2.5, 2.0, 1.0]),
+            },
+        ),
+        {"top": 3},
+    ),
+    (
         "ocr_one_step",
         "four cases",
         (

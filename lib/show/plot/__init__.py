@@ -42,6 +42,7 @@ from lib.show.plot.induction import (
 from lib.show.plot.lm import ocr_interval_curves, ocr_mean_rank, ocr_rank_curves
 from lib.show.plot.natural import ablation_by_checkpoint, loss_by_position_curves
 from lib.show.plot.ocr import (
+    ocr_directions,
     ocr_loss_curves,
     ocr_margin_grid,
     ocr_one_step,
@@ -70,6 +71,7 @@ __all__ = [
     "ocr_mean_rank",
     "ocr_margin_grid",
     "ocr_one_step",
+    "ocr_directions",
     "ocr_training_draw",
     "ocr_interval_curves",
     "ocr_rank_curves",

@@ -508,3 +508,43 @@ def ocr_one_step(
     ax.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
     finish_axis(ax, ylabel="share (bar: mean; dots: seeds)", title=title, legend=chance is not None)
     return finish_figure(fig)
+
+
+def ocr_directions(
+    spectra: Mapping[str, Array],
+    *,
+    threshold: float = 0.01,
+    top: int | None = 80,
+    title: str = "Singular values of the output-value map (largest = 1)",
+) -> Figure:
+    """Singular values of several maps, each divided by its largest, on a log scale, with a line at ``threshold``;
+    the legend counts each map's values above it (its number of directions).
+
+    Args:
+        spectra: name -> ``(n,)`` singular values, largest first. A name containing an arm of
+            :data:`OCR_ARM_COLOURS` takes its colour; the maps of one arm are told apart by line style.
+        threshold: the line, as a fraction of the largest singular value.
+        top: how many of the largest singular values to show (None = all).
+    """
+    fig, axes = new_figure(width=6.0, height=3.8)
+    ax: Axes = axes[0, 0]
+    styles = ("-", "--", ":", "-.")
+    seen: dict[str | None, int] = {}
+    for name, s in spectra.items():
+        v = to_numpy(s)
+        v = v / v[0]
+        arm = next((a for a in OCR_ARM_COLOURS if a in name), None)
+        k = seen[arm] = seen.get(arm, -1) + 1
+        shown = v[:top]
+        ax.plot(
+            np.arange(1, len(shown) + 1),
+            shown,
+            styles[k % len(styles)],
+            lw=1.6,
+            label=f"{name}: {int((v > threshold).sum())} above",
+            color=OCR_ARM_COLOURS.get(arm) if arm else None,
+        )
+    ax.axhline(threshold, color="grey", lw=0.8, ls=":", label=f"{threshold:.0%} of the largest")
+    ax.set_yscale("log")
+    finish_axis(ax, xlabel="index of singular value", ylabel="singular value / largest", title=title, legend=True)
+    return finish_figure(fig)
