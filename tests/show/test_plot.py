@@ -102,6 +102,37 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         {"top": 3},
     ),
     (
+        "ocr_training_draw",
+        "a draw without leaks",
+        (rand(16, low=10, high=40), torch.where(IS_TRAIN, 30.0, 0.0), IS_TRAIN),
+        {},
+    ),
+    (
+        "ocr_directions",
+        "two arms, three starts",
+        (
+            {
+                "factorized": torch.tensor([4.0, 2.0, 0.1, 0.01]),
+                "factorized, start x100": torch.tensor([4.0, 3.0, 0.5, 0.02]),
+                "merged": torch.tensor([3.0, 2.5, 2.0, 1.0]),
+            },
+        ),
+        {"top": 3},
+    ),
+    (
+        "ocr_one_step",
+        "four cases",
+        (
+            {
+                "factorized, gradient": rand(3, low=0.9),
+                "factorized, Adam": rand(3, low=0.9),
+                "merged, gradient": rand(3, high=0.1),
+                "merged, Adam": torch.zeros(3),
+            },
+        ),
+        {"chance": 0.05},
+    ),
+    (
         "ocr_mean_rank",
         "with reference",
         (

@@ -42,14 +42,17 @@ from lib.show.plot.induction import (
 from lib.show.plot.lm import ocr_interval_curves, ocr_mean_rank, ocr_rank_curves
 from lib.show.plot.natural import ablation_by_checkpoint, loss_by_position_curves
 from lib.show.plot.ocr import (
+    ocr_directions,
     ocr_loss_curves,
     ocr_margin_grid,
+    ocr_one_step,
     ocr_ov_blocks,
     ocr_pair_losses,
     ocr_rank_sweep,
     ocr_spectra,
     ocr_split,
     ocr_token_layout,
+    ocr_training_draw,
 )
 from lib.show.plot.performance import chapter_times, time_to_phase_change
 from lib.show.plot.smear import arm_icl_by_kind, arm_loss_curves, smear_sigma_over_training
@@ -67,6 +70,9 @@ __all__ = [
     "ocr_spectra",
     "ocr_mean_rank",
     "ocr_margin_grid",
+    "ocr_one_step",
+    "ocr_directions",
+    "ocr_training_draw",
     "ocr_interval_curves",
     "ocr_rank_curves",
     # induction heads (chapter 5)

@@ -435,3 +435,116 @@ def ocr_margin_grid(
         grid="both",
     )
     return finish_figure(fig)
+
+
+_SPLIT_COLOURS = {"train": "#e6550d", "test": "#9ecae1"}
+"""Colours of training and test subjects, as in :func:`ocr_split`."""
+
+
+def ocr_training_draw(
+    fact_counts: Array,
+    implication_counts: Array,
+    is_train: Array,
+    *,
+    title: str = "How often each subject appears in a draw of training sequences",
+) -> Figure:
+    """Two bar charts, one bar per subject (training subjects first): how many sequences of a training draw ask the
+    subject's fact (top) and its implication (bottom). A leak-free draw has no bottom bar for a test subject.
+
+    Args:
+        fact_counts, implication_counts: ``(n_subjects,)`` counts of sequences asking each subject's fact and
+            implication.
+        is_train: ``(n_subjects,)`` bool, True where the subject's implication is in training.
+    """
+    train = np.asarray(to_numpy(is_train), dtype=bool)
+    order = np.concatenate([np.flatnonzero(train), np.flatnonzero(~train)])
+    colours = np.where(train[order], _SPLIT_COLOURS["train"], _SPLIT_COLOURS["test"])
+    fig, axes = new_figure(nrows=2, width=6.5, height=2.2, sharex=True, sharey=True)
+    x = np.arange(len(order))
+    for ax, counts, what in zip(axes[:, 0], (fact_counts, implication_counts), ("its fact", "its implication")):
+        ax.bar(x, to_numpy(counts)[order], width=1.0, color=colours)
+        finish_axis(ax, ylabel="sequences", title=f"sequences that ask {what}", title_size=MIN_FONT + 1)
+    axes[1, 0].set_xlim(-0.5, len(order) - 0.5)
+    axes[1, 0].set_xticks([])
+    n_train = int(train.sum())
+    axes[1, 0].set_xlabel(f"{n_train} training subjects, then {len(order) - n_train} test subjects")
+    axes[0, 0].legend(
+        handles=[
+            Patch(color=_SPLIT_COLOURS["train"], label="implication in training"),
+            Patch(color=_SPLIT_COLOURS["test"], label="implication held out (test)"),
+        ],
+        fontsize=MIN_FONT,
+        loc="upper right",
+    )
+    return finish_figure(fig, title=title)
+
+
+def ocr_one_step(
+    shares: Mapping[str, Array],
+    *,
+    chance: float | None = None,
+    title: str = "Held-out subjects whose right value one step raises most",
+) -> Figure:
+    """One bar per case (mean over seeds, every seed a dot): a share between 0 and 1, e.g. of the held-out subjects
+    whose right implication value one training step raises most.
+
+    Args:
+        shares: case label -> ``(S,)`` shares of ``S`` seeds. A label containing an arm of :data:`OCR_ARM_COLOURS`
+            takes its colour; a ``", "`` in it starts a new line under the bar.
+        chance: draw a dotted line at this share.
+    """
+    fig, axes = new_figure(width=6.0, height=3.4)
+    ax: Axes = axes[0, 0]
+    for k, (name, value) in enumerate(shares.items()):
+        v = to_numpy(value).reshape(-1)
+        arm = next((a for a in OCR_ARM_COLOURS if a in name), None)
+        colour = OCR_ARM_COLOURS.get(arm) if arm else "grey"
+        ax.bar(k, v.mean(), 0.6, color=colour, alpha=0.8)
+        ax.plot(np.full(len(v), k), v, "o", color="black", ms=3)
+    if chance is not None:
+        ax.axhline(chance, color="grey", lw=0.8, ls=":", label=f"chance ({chance:.0%})")
+    ax.set_xticks(range(len(shares)), [name.replace(", ", ",\n") for name in shares], fontsize=MIN_FONT)
+    ax.set_ylim(0, 1.05)
+    ax.yaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
+    finish_axis(ax, ylabel="share (bar: mean; dots: seeds)", title=title, legend=chance is not None)
+    return finish_figure(fig)
+
+
+def ocr_directions(
+    spectra: Mapping[str, Array],
+    *,
+    threshold: float = 0.01,
+    top: int | None = 80,
+    title: str = "Singular values of the output-value map (largest = 1)",
+) -> Figure:
+    """Singular values of several maps, each divided by its largest, on a log scale, with a line at ``threshold``;
+    the legend counts each map's values above it (its number of directions).
+
+    Args:
+        spectra: name -> ``(n,)`` singular values, largest first. A name containing an arm of
+            :data:`OCR_ARM_COLOURS` takes its colour; the maps of one arm are told apart by line style.
+        threshold: the line, as a fraction of the largest singular value.
+        top: how many of the largest singular values to show (None = all).
+    """
+    fig, axes = new_figure(width=6.0, height=3.8)
+    ax: Axes = axes[0, 0]
+    styles = ("-", "--", ":", "-.")
+    seen: dict[str | None, int] = {}
+    for name, s in spectra.items():
+        v = to_numpy(s)
+        v = v / v[0]
+        arm = next((a for a in OCR_ARM_COLOURS if a in name), None)
+        k = seen[arm] = seen.get(arm, -1) + 1
+        shown = v[:top]
+        ax.plot(
+            np.arange(1, len(shown) + 1),
+            shown,
+            styles[k % len(styles)],
+            lw=1.6,
+            label=f"{name}: {int((v > threshold).sum())} above",
+            color=OCR_ARM_COLOURS.get(arm) if arm else None,
+        )
+    ax.axhline(threshold, color="grey", lw=0.8, ls=":", label=f"{threshold:.0%} of the largest")
+    ax.set_yscale("log")
+    finish_axis(ax, xlabel="index of singular value", ylabel="singular value / largest", title=title, legend=True)
+    return finish_figure(fig)
