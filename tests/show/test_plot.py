@@ -372,6 +372,22 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         {"ylabel": "share", "xlabel": "head", "references": [(0.5, "half")]},
     ),
     (
+        "curves_against",
+        "chapter 8's three runs of different lengths",
+        (
+            {
+                "two layers": (np.linspace(0.5, 68, 70), rand(70, low=0.0, high=0.4)),
+                "one layer": (np.linspace(0.5, 35, 36), rand(36, low=0.0, high=0.2)),
+                "one layer, smeared": (np.linspace(0.5, 38, 40), rand(40, low=0.0, high=0.2)),
+            },
+        ),
+        {
+            "xlabel": "passes over the training files",
+            "ylabel": "held-out minus training loss (nats)",
+            "references": [(0.15, "0.15 nats")],
+        },
+    ),
+    (
         "arm_loss_curves",
         "arms of different lengths",
         ({"1 layer": STEPS, "2 layers": STEPS[:3]}, {"1 layer": rand(2, 4, high=4.0), "2 layers": rand(2, 3)}),
@@ -933,6 +949,8 @@ def test_symmetric_bound_is_the_largest_magnitude_over_all_arrays() -> None:
             "at most 4 reference lines",
         ),
         ("bars_by_group", ({"g1": {"a": 1.0}, "g2": {"b": 1.0}},), {"ylabel": "y"}, "the same 1 to 4 series"),
+        ("curves_against", ({},), {"xlabel": "x", "ylabel": "y"}, "at least one curve"),
+        ("curves_against", ({"a": ([1, 2], [1])},), {"xlabel": "x", "ylabel": "y"}, "one length"),
     ],
 )
 def test_chapter_8_figures_reject_bad_input(

@@ -43,6 +43,7 @@ from lib.show.plot.lm import ocr_interval_curves, ocr_mean_rank, ocr_rank_curves
 from lib.show.plot.natural import (
     ablation_by_checkpoint,
     bars_by_group,
+    curves_against,
     estimates_with_intervals,
     loss_by_position_curves,
     scores_by_checkpoint,
@@ -105,6 +106,7 @@ __all__ = [
     "estimates_with_intervals",
     "scores_by_checkpoint",
     "bars_by_group",
+    "curves_against",
     # diagrams (chapters 2, 5 and 7)
     "output_value_map_diagram",
     "induction_circuit_diagram",

@@ -295,3 +295,32 @@ def bars_by_group(
     ax.set_xticks(x, list(groups), fontsize=MIN_FONT)
     finish_axis(ax, xlabel=xlabel, ylabel=ylabel, grid="y")
     return legend_below(fig, axes, title or None)
+
+
+def curves_against(
+    curves: Mapping[str, tuple[Array, Array]],
+    *,
+    xlabel: str,
+    ylabel: str,
+    references: Sequence[Reference] = (),
+    title: str = "",
+) -> Figure:
+    """Several curves in one panel, each with its own x values (e.g. runs of different lengths against the passes
+    over their training data), one legend below.
+
+    Args:
+        curves: name -> ``(x, y)``, two ``(n,)`` arrays (``n`` may differ between curves).
+        references: horizontal lines, e.g. a threshold.
+    """
+    if not curves:
+        raise ValueError("curves must name at least one curve")
+    fig, axes = new_figure(1, 1, width=MAX_WIDTH, height=3.0)
+    ax: Axes = axes[0, 0]
+    for name, (x, y) in curves.items():
+        xs, ys = to_numpy(x), to_numpy(y)
+        if xs.shape != ys.shape or xs.ndim != 1:
+            raise ValueError(f"{name!r}: x and y must be two 1-D arrays of one length, got {xs.shape} and {ys.shape}")
+        ax.plot(xs, ys, lw=1.6, label=name)
+    _references(ax, references)
+    finish_axis(ax, xlabel=xlabel, ylabel=ylabel, grid="y")
+    return legend_below(fig, axes, title or None)
