@@ -350,6 +350,7 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         {
             "ylabels": ["nats"],
             "intervals": {"ICL score removed": {"whole head": [[0.0, 0.2, 0.3, 0.3], [0.2, 0.4, 0.5, 0.5]]}},
+            "styles": {"edit": ("tab:red", "--")},
             "references": {"ICL score removed": [(0.0, "nothing removed")]},
         },
     ),
@@ -994,4 +995,19 @@ def test_scores_by_checkpoint_draws_the_given_intervals() -> None:
     segments = [c for c in data_axes(fig)[0].collections if len(c.get_segments()) == 3][0].get_segments()
     ends = [(float(s[0][1]), float(s[1][1])) for s in segments]
     assert np.allclose(ends, [(0.0, 0.2), (0.2, 0.5), (0.35, 0.45)])
+    plt.close(fig)
+
+
+def test_scores_by_checkpoint_styles_a_measurement_as_asked() -> None:
+    fig = plot.scores_by_checkpoint(
+        [1, 2],
+        {"share": {"all positions": [0.8, 0.9], "eligible only": [0.4, 0.5]}},
+        ylabels=["share"],
+        styles={"eligible only": ("tab:green", "--")},
+    )
+    lines = {line.get_label(): line for line in data_axes(fig)[0].get_lines()}
+    assert (
+        same_color(lines["eligible only"].get_color(), "tab:green") and lines["eligible only"].get_linestyle() == "--"
+    )
+    assert lines["all positions"].get_linestyle() == "-"
     plt.close(fig)

@@ -136,7 +136,7 @@ Estimate: TypeAlias = tuple[float, float, float]
 Reference: TypeAlias = tuple[float, str]
 """``(y, label)``: a horizontal reference line (a threshold, a chance level) and its name in the legend."""
 
-REFERENCE_STYLES = ("--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)))
+REFERENCE_STYLES = ("--", ":", "-.", (0, (9, 3)))
 """Line styles of a figure's reference lines, in order (all black): at most this many in one figure."""
 
 
@@ -214,6 +214,7 @@ def scores_by_checkpoint(
     intervals: Mapping[str, Mapping[str, Array]] | None = None,
     references: Mapping[str, Sequence[Reference]] | None = None,
     even: bool = False,
+    styles: Mapping[str, tuple[str, str]] | None = None,
     title: str = "",
 ) -> Figure:
     """A few measurements at each checkpoint: one line with markers per measurement, one panel per group of them
@@ -227,6 +228,8 @@ def scores_by_checkpoint(
         references: panel title -> horizontal lines (a threshold, a chance level) for that panel.
         even: place the checkpoints evenly along the x axis, each labelled with its step (for checkpoints that
             crowd together around a phase change), instead of at their steps.
+        styles: measurement name -> ``(colour, line style)``, e.g. one colour for two measurements of one
+            ablation, solid and dashed (default: the next colour of the cycle, solid).
     """
     if not 1 <= len(panels) <= MAX_COLUMNS or any(not curves for curves in panels.values()):
         raise ValueError(f"panels must name 1 to {MAX_COLUMNS} panels of at least one curve each, got {len(panels)}")
@@ -238,7 +241,7 @@ def scores_by_checkpoint(
     entries = len(labels) + sum(len(lines) for lines in references.values())
     # room for the panels and for the legend below them (about two entries a row)
     fig, axes = new_figure(len(panels), 1, width=MAX_WIDTH / len(panels), height=2.4 + 0.28 * -(-entries // 2))
-    styles = iter(["o", "s", "^", "D", "v", "P", "X"])
+    markers = iter(["o", "s", "^", "D", "v", "P", "X"])
     colours = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"])
     marker: dict[str, tuple[str, str]] = {}  # one marker and colour per measurement, in every panel
     line_styles: dict[str, object] = {}
@@ -247,16 +250,17 @@ def scores_by_checkpoint(
             v = to_numpy(curve)
             if v.shape != x.shape:
                 raise ValueError(f"{label!r} must have one value per step ({len(x)}), got shape {v.shape}")
-            m, colour = marker.setdefault(label, (next(styles, "o"), next(colours, "black")))
+            m, colour = marker.setdefault(label, (next(markers, "o"), next(colours, "black")))
+            colour, ls = (styles or {}).get(label, (colour, "-"))
             band = intervals.get(name, {}).get(label)
             if band is None:
-                ax.plot(x, v, marker=m, color=colour, lw=1.5, label=label)
+                ax.plot(x, v, marker=m, color=colour, ls=ls, lw=1.5, label=label)
             else:
                 ends = to_numpy(band)
                 if ends.shape != (2, len(x)):
                     raise ValueError(f"{label!r}: intervals must be (2, {len(x)}) low and high ends, got {ends.shape}")
                 yerr = [v - ends[0], ends[1] - v]
-                ax.errorbar(x, v, yerr=yerr, marker=m, color=colour, lw=1.5, capsize=3, label=label)
+                ax.errorbar(x, v, yerr=yerr, marker=m, color=colour, ls=ls, lw=1.5, capsize=3, label=label)
         _references(ax, references.get(name, ()), line_styles)
         if even:
             ax.set_xticks(x, [f"{step:,}" for step in steps], fontsize=MIN_FONT)
@@ -284,7 +288,8 @@ def bars_by_group(
     series = list(next(iter(groups.values())))
     if not 1 <= len(series) <= 4 or any(list(g) != series for g in groups.values()):
         raise ValueError(f"every group must name the same 1 to 4 series, in the same order; got {series}")
-    fig, axes = new_figure(1, 1, width=MAX_WIDTH, height=2.8)
+    # a group needs about 1.3 inches; a few groups make a narrower figure, not wider bars
+    fig, axes = new_figure(1, 1, width=min(MAX_WIDTH, 2.4 + 1.3 * len(groups)), height=2.8)
     ax: Axes = axes[0, 0]
     width = 0.8 / len(series)
     x = np.arange(len(groups))
