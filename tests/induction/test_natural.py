@@ -466,6 +466,33 @@ def test_icl_where():
         probes.icl_where(loss, everywhere[:3])
 
 
+def test_share_and_nats_removed():
+    per_window = torch.tensor([[[-0.4, -0.2], [-0.1, -0.1]], [[-0.1, 0.1], [-0.05, -0.05]]])  # (2, 2 ablations, 2)
+    torch.testing.assert_close(probes.share_removed(per_window), torch.tensor([1.0, 0.5]))
+    torch.testing.assert_close(probes.nats_removed(per_window), torch.tensor([0.3, 0.05]))
+
+
+def test_paired_change_is_the_second_pair_minus_the_first():
+    first = torch.tensor([[-0.4, -0.2], [-0.4, -0.2]])  # the ablation removes nothing: 0 nats, a share of 0
+    second = torch.tensor([[-0.4, -0.2], [-0.1, -0.2]])  # removes 0.15 nats, a share of 0.5
+    change = probes.paired_change(probes.nats_removed)
+    torch.testing.assert_close(change(torch.cat([first, second])), torch.tensor(0.15))
+    share = probes.paired_change(probes.share_removed)(torch.cat([first, second]))
+    torch.testing.assert_close(share, torch.tensor(0.5))
+    with pytest.raises(ValueError, match="4 rows"):
+        change(first)
+
+
+def test_estimate_is_the_statistic_and_its_interval():
+    per_window = torch.stack([torch.linspace(-1.0, -0.2, 50), torch.linspace(-0.5, 0.0, 50)])
+    value, low, high = probes.estimate(probes.nats_removed, per_window)
+    assert value == pytest.approx(probes.nats_removed(per_window).item())
+    assert (low, high) == probes.bootstrap_interval(probes.nats_removed, per_window)
+    assert low < value < high
+    with pytest.raises(ValueError, match="single value"):
+        probes.estimate(lambda w: w.mean(-1), per_window)
+
+
 def test_top_key_share():
     keys = torch.zeros(1, 3, 3, dtype=torch.bool)
     keys[0, 1, 0] = keys[0, 2, 1] = True

@@ -328,6 +328,98 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         {"losses": {"intact": [3.8, 3.5, 3.2, 2.9], "whole head": [4.0, 3.9, 3.8, 3.3]}, "head": "L0H6"},
     ),
     (
+        "estimates_with_intervals",
+        "chapter 8's ablations: two models, long row labels",
+        (
+            {
+                "smeared one-layer model": {
+                    "induction head L0H6": (0.95, 0.8, 1.1),
+                    **{f"another head, L0H{h}": (-0.05, -0.15, 0.03) for h in range(7)},
+                },
+                "two-layer model": {
+                    "L1H3 and L1H5 (most induction-like)": (0.4, 0.2, 0.6),
+                    "previous-token head L0H2": (0.3, 0.16, 0.5),
+                    "the other 6 layer-1 heads": (0.5, 0.3, 0.7),
+                },
+            },
+        ),
+        {
+            "xlabel": "share of the ICL score removed",
+            "references": [(0.0, "none of it"), (1.0, "all of it")],
+            "title": "Removing heads at the end of training",
+        },
+    ),
+    ("estimates_with_intervals", "one group, one row", ({"keys cut": {"share": (0.9, 0.4, 1.3)}},), {"xlabel": "x"}),
+    (
+        "scores_by_checkpoint",
+        "chapter 8's criterion: two panels, references, long labels",
+        (
+            STEPS,
+            {
+                "L0H6's scores": {
+                    "top key on prefix-matching keys (text)": [0.05, 0.6, 0.7, 0.7],
+                    "copying": [0.3, 0.8, 0.9, 0.9],
+                    "prefix matching, Olsson et al.'s probe": [0.02, 0.3, 0.4, 0.35],
+                },
+                "loss on the probe": {"first copy": [7.5, 7.4, 7.6, 7.7], "second copy": [7.6, 7.2, 7.1, 7.2]},
+            },
+        ),
+        {
+            "ylabels": ["score", "loss (nats)"],
+            "references": {
+                "L0H6's scores": [(0.5, "the criterion's 0.5"), (0.75, "chapter 5's 0.75")],
+                "loss on the probe": [(6.93, "a uniform guess")],
+            },
+            "even": True,
+            "title": "L0H6 at the shipped checkpoints",
+        },
+    ),
+    (
+        "scores_by_checkpoint",
+        "one panel with intervals",
+        (STEPS, {"ICL score removed": {"whole head": [0.1, 0.3, 0.4, 0.4], "edit": [0.05, 0.2, 0.3, 0.3]}}),
+        {
+            "ylabels": ["nats"],
+            "intervals": {"ICL score removed": {"whole head": [[0.0, 0.2, 0.3, 0.3], [0.2, 0.4, 0.5, 0.5]]}},
+            "styles": {"edit": ("tab:red", "--")},
+            "references": {"ICL score removed": [(0.0, "nothing removed")]},
+        },
+    ),
+    (
+        "bars_by_group",
+        "chapter 8's loss fall: three stretches, two models",
+        (
+            {
+                "500 steps before": {"smeared": 0.2, "control": 0.19},
+                "the window": {"smeared": 0.3, "control": 0.12},
+                "500 steps after": {"smeared": 0.1, "control": 0.08},
+            },
+        ),
+        {"ylabel": "fall of the training loss (nats)", "title": "How far the loss falls"},
+    ),
+    (
+        "bars_by_group",
+        "eight heads with a reference",
+        ({f"H{h}": {"smeared": 0.05, "control": 0.03} for h in range(8)},),
+        {"ylabel": "share", "xlabel": "head", "references": [(0.5, "half")]},
+    ),
+    (
+        "curves_against",
+        "chapter 8's three runs of different lengths",
+        (
+            {
+                "two layers": (np.linspace(0.5, 68, 70), rand(70, low=0.0, high=0.4)),
+                "one layer": (np.linspace(0.5, 35, 36), rand(36, low=0.0, high=0.2)),
+                "one layer, smeared": (np.linspace(0.5, 38, 40), rand(40, low=0.0, high=0.2)),
+            },
+        ),
+        {
+            "xlabel": "passes over the training files",
+            "ylabel": "held-out minus training loss (nats)",
+            "references": [(0.15, "0.15 nats")],
+        },
+    ),
+    (
         "arm_loss_curves",
         "arms of different lengths",
         ({"1 layer": STEPS, "2 layers": STEPS[:3]}, {"1 layer": rand(2, 4, high=4.0), "2 layers": rand(2, 3)}),
@@ -867,3 +959,86 @@ def test_symmetric_bound_is_the_largest_magnitude_over_all_arrays() -> None:
 
     assert symmetric_bound([torch.tensor([0.5, -3.0]), np.array([[2.0]]), [1.0]]) == 3.0
     assert symmetric_bound(iter([np.zeros(3)])) == 1.0, "all zero: a unit scale, not an empty one"
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs", "match"),
+    [
+        ("estimates_with_intervals", ({},), {"xlabel": "x"}, "1 to 4 groups"),
+        ("estimates_with_intervals", ({"g": {"a": (0.5, 0.6, 0.4)}},), {"xlabel": "x"}, "low end 0.6 is above"),
+        ("scores_by_checkpoint", ([1, 2], {"p": {"a": [1.0]}}), {"ylabels": ["y"]}, "one value per step"),
+        ("scores_by_checkpoint", ([1, 2], {"p": {"a": [1.0, 2.0]}}), {"ylabels": []}, "one label per panel"),
+        (
+            "scores_by_checkpoint",
+            ([1, 2], {"p": {"a": [1.0, 2.0]}}),
+            {"ylabels": ["y"], "intervals": {"p": {"a": [0.5, 2.5]}}},
+            "intervals must be \\(2, 2\\)",
+        ),
+        (
+            "scores_by_checkpoint",
+            ([1, 2], {"p": {"a": [1.0, 2.0]}}),
+            {"ylabels": ["y"], "references": {"p": [(0.0, "a"), (1.0, "b"), (2.0, "c"), (3.0, "d"), (4.0, "e")]}},
+            "at most 4 reference lines",
+        ),
+        ("bars_by_group", ({"g1": {"a": 1.0}, "g2": {"b": 1.0}},), {"ylabel": "y"}, "the same 1 to 4 series"),
+        ("curves_against", ({},), {"xlabel": "x", "ylabel": "y"}, "at least one curve"),
+        ("curves_against", ({"a": ([1, 2], [1])},), {"xlabel": "x", "ylabel": "y"}, "one length"),
+    ],
+)
+def test_chapter_8_figures_reject_bad_input(
+    name: str, args: tuple[Any, ...], kwargs: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        getattr(plot, name)(*args, **kwargs)
+    plt.close("all")
+
+
+def test_estimates_with_intervals_draws_each_interval_where_it_is() -> None:
+    """Each row's bar spans its interval and its dot sits at its value, top row first; the reference lines are in
+    the legend."""
+    rows = {"first": (0.9, 0.7, 1.2), "second": (-0.1, -0.3, 0.05)}
+    fig = plot.estimates_with_intervals({"model": rows}, xlabel="share", references=[(0.0, "none"), (1.0, "all")])
+    ax = data_axes(fig)[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["first", "second"]
+    assert list(ax.get_yticks()) == [1, 0]  # the first row on top
+    bars = [c for c in ax.collections if len(c.get_segments()) == 2][0].get_segments()
+    spans = sorted((float(seg[0][0]), float(seg[1][0]), float(seg[0][1])) for seg in bars)
+    assert np.allclose(spans, [(-0.3, 0.05, 0.0), (0.7, 1.2, 1.0)])
+    assert {"none", "all"} <= {t.get_text() for legend in fig.legends for t in legend.get_texts()}
+    plt.close(fig)
+
+
+def test_bars_by_group_puts_each_series_value_in_its_group() -> None:
+    groups = {"before": {"smeared": 0.2, "control": 0.1}, "during": {"smeared": 0.5, "control": 0.15}}
+    fig = plot.bars_by_group(groups, ylabel="fall")
+    heights = [round(p.get_height(), 6) for p in data_axes(fig)[0].patches]
+    assert heights == [0.2, 0.5, 0.1, 0.15]  # one series after the other, in group order
+    plt.close(fig)
+
+
+def test_scores_by_checkpoint_draws_the_given_intervals() -> None:
+    fig = plot.scores_by_checkpoint(
+        [1, 2, 3],
+        {"removed": {"whole": [0.1, 0.3, 0.4]}},
+        ylabels=["nats"],
+        intervals={"removed": {"whole": [[0.0, 0.2, 0.35], [0.2, 0.5, 0.45]]}},
+    )
+    segments = [c for c in data_axes(fig)[0].collections if len(c.get_segments()) == 3][0].get_segments()
+    ends = [(float(s[0][1]), float(s[1][1])) for s in segments]
+    assert np.allclose(ends, [(0.0, 0.2), (0.2, 0.5), (0.35, 0.45)])
+    plt.close(fig)
+
+
+def test_scores_by_checkpoint_styles_a_measurement_as_asked() -> None:
+    fig = plot.scores_by_checkpoint(
+        [1, 2],
+        {"share": {"all positions": [0.8, 0.9], "eligible only": [0.4, 0.5]}},
+        ylabels=["share"],
+        styles={"eligible only": ("tab:green", "--")},
+    )
+    lines = {line.get_label(): line for line in data_axes(fig)[0].get_lines()}
+    assert (
+        same_color(lines["eligible only"].get_color(), "tab:green") and lines["eligible only"].get_linestyle() == "--"
+    )
+    assert lines["all positions"].get_linestyle() == "-"
+    plt.close(fig)

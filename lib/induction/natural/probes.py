@@ -403,9 +403,63 @@ def top_key_share(pattern: torch.Tensor, keys: torch.Tensor, queries: torch.Tens
     return (hit.to(pattern.dtype) * chosen).sum((-1, -3)) / queries.sum()
 
 
-def _share_removed(per_window: torch.Tensor) -> torch.Tensor:
-    """``(2, ..., batch)`` per-window ICL scores, intact then ablated -> the share of the score removed ``(...)``."""
+def share_removed(per_window: torch.Tensor) -> torch.Tensor:
+    """The share of the ICL score an ablation removes, ``1 - mean(ablated) / mean(intact)`` over windows.
+
+    Args:
+        per_window: ``(2, ..., batch)`` per-window ICL scores (:func:`icl_per_window`), intact then ablated.
+
+    Returns:
+        ``(...)``: 1 where the ablation removes the whole score, 0 where it removes none, below 0 where it
+        strengthens it. A ratio: unstable where the intact score is near zero (then see :func:`nats_removed`).
+    """
     return 1 - per_window[1].mean(-1) / per_window[0].mean(-1)
+
+
+def nats_removed(per_window: torch.Tensor) -> torch.Tensor:
+    """How far an ablation raises the mean ICL score, in nats: the ICL score removed, as a difference.
+
+    Args:
+        per_window: ``(2, ..., batch)`` per-window ICL scores, intact then ablated.
+
+    Returns:
+        ``(...)``: ``mean(ablated) - mean(intact)``; positive where the ablation weakens in-context learning.
+    """
+    return per_window[1].mean(-1) - per_window[0].mean(-1)
+
+
+def paired_change(
+    statistic: Callable[[torch.Tensor], torch.Tensor],
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The change of a two-row ``statistic`` from one (intact, ablated) pair to another, on the same windows.
+
+    ``statistic`` maps ``(2, ..., batch)`` to ``(...)`` (e.g. :func:`share_removed`); the returned function maps
+    ``(4, ..., batch)``, the first pair then the second (e.g. one checkpoint then the next), to
+    ``statistic(second) - statistic(first)``. Passed to :func:`bootstrap_interval`, the same windows are resampled
+    for all four rows: a paired interval of the change.
+    """
+
+    def change(per_window: torch.Tensor) -> torch.Tensor:
+        if per_window.shape[0] != 4:
+            raise ValueError(f"a paired change needs 4 rows (two pairs), got {per_window.shape[0]}")
+        return statistic(per_window[2:]) - statistic(per_window[:2])
+
+    return change
+
+
+def estimate(
+    statistic: Callable[[torch.Tensor], torch.Tensor], per_window: torch.Tensor, seed: int = seeds.seed(0)
+) -> tuple[float, float, float]:
+    """``(value, low, high)``: ``statistic`` on all the windows and its 90% :func:`bootstrap_interval`.
+
+    Args:
+        statistic: maps ``(..., batch)`` to a single value (e.g. :func:`share_removed`).
+        per_window: ``(..., batch)`` per-window values.
+    """
+    value = statistic(per_window)
+    if value.numel() != 1:
+        raise ValueError(f"statistic must return a single value, got shape {tuple(value.shape)}")
+    return (value.item(), *bootstrap_interval(statistic, per_window, seed=seed))
 
 
 def share_interval(
@@ -413,4 +467,4 @@ def share_interval(
 ) -> tuple[float, float]:
     """The book's answer to Exercise 8.4: :func:`bootstrap_interval` of the share of the ICL score removed,
     ``1 - mean(ablated) / mean(intact)``, resampling the same windows for both (``(batch,)`` each)."""
-    return bootstrap_interval(_share_removed, torch.stack([intact, ablated]), level, samples, seed)
+    return bootstrap_interval(share_removed, torch.stack([intact, ablated]), level, samples, seed)

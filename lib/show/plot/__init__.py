@@ -40,7 +40,14 @@ from lib.show.plot.induction import (
     positional_qk_heads,
 )
 from lib.show.plot.lm import ocr_interval_curves, ocr_mean_rank, ocr_rank_curves
-from lib.show.plot.natural import ablation_by_checkpoint, loss_by_position_curves
+from lib.show.plot.natural import (
+    ablation_by_checkpoint,
+    bars_by_group,
+    curves_against,
+    estimates_with_intervals,
+    loss_by_position_curves,
+    scores_by_checkpoint,
+)
 from lib.show.plot.ocr import (
     ocr_directions,
     ocr_loss_curves,
@@ -102,6 +109,10 @@ __all__ = [
     # natural text (chapter 8)
     "loss_by_position_curves",
     "ablation_by_checkpoint",
+    "estimates_with_intervals",
+    "scores_by_checkpoint",
+    "bars_by_group",
+    "curves_against",
     # diagrams (chapters 2, 5 and 7)
     "output_value_map_diagram",
     "induction_circuit_diagram",
