@@ -231,6 +231,16 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         ),
         {},
     ),
+    (
+        "smear_before_loss",
+        "three seeds, one or two induction heads",
+        (
+            STEPS,
+            {"seed 0": rand(4, 2, low=0.2, high=0.5), "seed 1": rand(4, 1), "seed 2": rand(4, 2)},
+            {f"seed {s}": rand(4, low=0.1, high=4.0) for s in range(3)},
+        ),
+        {"mark": {f"seed {s}": STEPS[2] for s in range(3)}},
+    ),
     # --- ablation (chapter 7)
     (
         "ablation_effects",
@@ -268,6 +278,24 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         "styled",
         (STEPS, rand(4, low=-4), {"induction heads removed": rand(4, low=-1), "layer 0 removed": rand(4, low=-1)}),
         {"window": WINDOW, "styles": {"layer 0 removed": {"color": "tab:red", "ls": "--"}}},
+    ),
+    (
+        "pair_against_other_pairs",
+        "chapter 7's three replacements, two kinds",
+        (
+            {r: {"repeated": 0.6, "non-repeated": torch.tensor(0.04)} for r in ("zero", "mean", "resample")},
+            {
+                r: {"repeated": rand(15, high=0.1), "non-repeated": rand(15, high=0.3)}
+                for r in ("zero", "mean", "resample")
+            },
+        ),
+        {"pair_label": "L1H1 and L1H7", "title": "the induction-like pair"},
+    ),
+    (
+        "path_cut_grid",
+        "chapter 7's eight by eight heads",
+        (rand(8, 8, low=-0.01, high=0.17), [f"L0H{h}" for h in range(8)], [f"L1H{h}" for h in range(8)]),
+        {},
     ),
     (
         "ablated_loss_along_sequence",
@@ -1042,3 +1070,54 @@ def test_scores_by_checkpoint_styles_a_measurement_as_asked() -> None:
     )
     assert lines["all positions"].get_linestyle() == "-"
     plt.close(fig)
+
+
+def test_pair_against_other_pairs_marks_the_pair_and_every_other_pair() -> None:
+    others = {"zero": {"repeated": torch.tensor([0.05, 0.08, 0.02])}}
+    fig = plot.pair_against_other_pairs({"zero": {"repeated": 0.6}}, others, pair_label="the pair")
+    (ax,) = data_axes(fig)
+    points = [c.get_offsets() for c in ax.collections]
+    assert sorted(len(p) for p in points) == [1, 3], "one marker for the pair, one point per other pair"
+    pair_point = next(p for p in points if len(p) == 1)
+    assert pair_point[0][1] == pytest.approx(60.0), "shares drawn in percent"
+    assert ax.get_xticklabels()[0].get_text() == "zero"
+    assert {t.get_text() for t in fig.legends[0].get_texts()} == {"the pair", "another pair of the layer"}
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("pair", "others", "match"),
+    [
+        ({"zero": {"repeated": 0.5}}, {"mean": {"repeated": [0.1]}}, "replacements"),
+        ({"zero": {"repeated": 0.5}}, {"zero": {"non-repeated": [0.1]}}, "kinds"),
+        ({}, {}, "same kinds"),
+    ],
+)
+def test_pair_against_other_pairs_rejects_mismatched_input(pair: Any, others: Any, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        plot.pair_against_other_pairs(pair, others)
+
+
+def test_smear_before_loss_draws_each_change_from_zero_to_one() -> None:
+    sigma = {"seed 0": torch.tensor([[0.5], [0.3], [0.25], [0.2]])}
+    loss = {"seed 0": torch.tensor([4.0, 3.9, 1.0, 0.1])}
+    fig = plot.smear_before_loss([0, 10, 20, 30], sigma, loss)
+    (ax,) = data_axes(fig)
+    lines = {line.get_label(): line.get_ydata() for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["σ(α) of an induction head"], [0.0, 2 / 3, 5 / 6, 1.0], rtol=1e-5)
+    np.testing.assert_allclose(lines["loss on repeated tokens"], [0.0, 0.1 / 3.9, 3.0 / 3.9, 1.0], rtol=1e-5)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="same panels"):
+        plot.smear_before_loss([0, 10, 20, 30], sigma, {"seed 1": loss["seed 0"]})
+
+
+def test_path_cut_grid_puts_sources_in_rows_in_percent() -> None:
+    shares = torch.zeros(2, 3)
+    shares[1, 2] = 0.15
+    fig = plot.path_cut_grid(shares, ["L0H0", "L0H1"], ["L1H0", "L1H1", "L1H2"])
+    image = fig.axes[0].get_images()[0]
+    assert image.get_array()[1, 2] == pytest.approx(15.0)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["L0H0", "L0H1"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="shape"):
+        plot.path_cut_grid(shares, ["L0H0"], ["L1H0", "L1H1", "L1H2"])

@@ -23,6 +23,8 @@ from lib.show.plot.ablation import (
     ablation_effects,
     ablation_over_training,
     icl_with_heads_removed,
+    pair_against_other_pairs,
+    path_cut_grid,
 )
 from lib.show.plot.circuits import circuit_matrices, composition_score_grid
 from lib.show.plot.diagrams import ablation_diagram, induction_circuit_diagram, output_value_map_diagram
@@ -62,7 +64,7 @@ from lib.show.plot.ocr import (
     ocr_training_draw,
 )
 from lib.show.plot.performance import chapter_times, time_to_phase_change
-from lib.show.plot.smear import arm_icl_by_kind, arm_loss_curves, smear_sigma_over_training
+from lib.show.plot.smear import arm_icl_by_kind, arm_loss_curves, smear_before_loss, smear_sigma_over_training
 
 sharp_notebook_figures()  # every chapter imports this package before it draws
 
@@ -100,10 +102,13 @@ __all__ = [
     "arm_loss_curves",
     "smear_sigma_over_training",
     "arm_icl_by_kind",
+    "smear_before_loss",
     # ablation (chapter 7)
     "ablation_effects",
     "ablation_over_training",
     "icl_with_heads_removed",
+    "pair_against_other_pairs",
+    "path_cut_grid",
     "ablated_loss_along_sequence",
     "ablated_loss_grid",
     # natural text (chapter 8)

@@ -189,3 +189,90 @@ def ablated_loss_grid(
     for ax in cells[len(panels) :]:
         ax.set_visible(False)
     return legend_below(fig, axes, None)
+
+
+def pair_against_other_pairs(
+    pair: Mapping[str, Mapping[str, Array]],
+    others: Mapping[str, Mapping[str, Array]],
+    *,
+    pair_label: str = "the pair",
+    title: str = "",
+) -> Figure:
+    """The share of the ICL score one pair of heads removes, against every other pair of the same layer: one panel
+    per kind of late position, one column of points per replacement (chapter 7's mixed task).
+
+    Args:
+        pair: replacement (``"zero"``, ``"mean"``, ...) -> kind of position (``"repeated"``, ...) -> the share the
+            pair removes (a number; 1 = all of it).
+        others: the same keys -> ``(n_pairs,)`` shares, one per other pair.
+        pair_label: the pair's name in the legend.
+
+    Raises:
+        ValueError: ``others`` does not have the replacements and kinds of ``pair``.
+    """
+    replacements = list(pair)
+    kinds = list(pair[replacements[0]]) if replacements else []
+    if not kinds or any(list(pair[r]) != kinds for r in replacements):
+        raise ValueError(f"pair must give the same kinds of position for every replacement, got {pair!r}")
+    if list(others) != replacements or any(list(others[r]) != kinds for r in replacements):
+        raise ValueError(
+            f"others must have pair's replacements {replacements} and kinds {kinds}, got "
+            f"{ {r: list(v) for r, v in others.items()} }"
+        )
+    fig, axes = new_figure(len(kinds), 1, width=3.4, height=3.2, sharey=True)
+    for ax, kind in zip(axes[0], kinds):
+        ax.axhline(0, color="black", lw=0.8)
+        for i, r in enumerate(replacements):
+            values = np.sort(to_numpy(others[r][kind]).ravel()) * 100
+            spread = np.linspace(-0.18, 0.18, len(values)) if len(values) > 1 else np.zeros(len(values))
+            ax.scatter(i + spread, values, s=16, color="tab:gray", alpha=0.8, label="another pair of the layer")
+            share = float(to_numpy(pair[r][kind])) * 100
+            ax.scatter([i], [share], s=70, marker="D", color="tab:blue", zorder=3, label=pair_label)
+        ax.set_xticks(range(len(replacements)), replacements, fontsize=MIN_FONT)
+        ax.set_xlim(-0.5, len(replacements) - 0.5)
+        finish_axis(ax, xlabel="what replaces the heads", title=f"late {kind} positions", title_size=MIN_FONT, grid="y")
+    finish_axis(axes[0, 0], ylabel="share of the ICL score removed (%)", label_size=MIN_FONT)
+    return legend_below(fig, axes, title)
+
+
+def path_cut_grid(
+    shares: Array,
+    row_names: Sequence[str],
+    column_names: Sequence[str],
+    *,
+    title: str = "Cutting one head from another head's keys",
+) -> Figure:
+    """A heatmap of what cutting one edge costs: row ``i``, column ``j`` is the share of the ICL score removed when
+    source head ``i``'s output is cut from the keys of target head ``j`` alone (red = removed, blue = gained).
+
+    Args:
+        shares: ``(n_sources, n_targets)`` shares removed (1 = all of it).
+        row_names, column_names: the source and the target heads' labels.
+
+    Raises:
+        ValueError: the names do not match the shape of ``shares``.
+    """
+    v = to_numpy(shares) * 100
+    if v.ndim != 2 or v.shape != (len(row_names), len(column_names)):
+        raise ValueError(
+            f"shares must have shape (len(row_names), len(column_names)) = ({len(row_names)}, {len(column_names)}), "
+            f"got {v.shape}"
+        )
+    fig, axes = new_figure(1, 1, width=5.2, height=0.34 * len(row_names) + 1.6)
+    ax: Axes = axes[0, 0]
+    bound = symmetric_bound([v])
+    im = ax.imshow(v, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto", interpolation="nearest")
+    ax.set_yticks(range(len(row_names)), row_names, fontsize=MIN_FONT)
+    ax.set_xticks(range(len(column_names)), column_names, fontsize=MIN_FONT, rotation=90)
+    finish_axis(
+        ax,
+        xlabel="layer-1 head whose keys lose it",
+        ylabel="layer-0 head cut",
+        title=title,
+        title_size=10,
+        label_size=MIN_FONT,
+    )
+    bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    bar.set_label("share of the repeat ICL removed (%)", fontsize=MIN_FONT)
+    bar.ax.tick_params(labelsize=MIN_FONT)
+    return finish_figure(fig)

@@ -122,3 +122,48 @@ def arm_icl_by_kind(
         finish_axis(ax, xlabel="training step", title=f"late {kind} positions", title_size=MIN_FONT)
     axes[0, 0].set_ylabel("ICL score (nats; below 0 = ICL)")
     return legend_below(fig, axes, title)
+
+
+def smear_before_loss(
+    steps: Array,
+    sigma: Mapping[str, Array],
+    loss: Mapping[str, Array],
+    *,
+    mark: Mapping[str, int] | None = None,
+    title: str = "How much of each change is done, over training",
+) -> Figure:
+    """Which comes first, the smear or the phase change: each curve drawn as the share of its change (from its first
+    value to its last) done at each checkpoint, one panel per run.
+
+    Args:
+        steps: ``(K,)`` checkpoint steps.
+        sigma: panel title (e.g. ``"seed 0"``) -> ``(K, n)`` the ``σ(α)`` of ``n`` heads (the induction heads).
+        loss: the same titles -> ``(K,)`` the loss on repeated tokens.
+        mark: the same titles -> a step to mark with a dash-dotted line (the phase-change step).
+
+    Raises:
+        ValueError: ``loss`` (or ``mark``) does not have the panels of ``sigma``.
+    """
+    panels = list(sigma)
+    if not panels or list(loss) != panels or (mark is not None and list(mark) != panels):
+        raise ValueError(f"sigma, loss and mark must name the same panels, got {panels}, {list(loss)}")
+    x = to_numpy(steps)
+
+    def done(values: np.ndarray) -> np.ndarray:
+        change = values[-1] - values[0]
+        return (values - values[0]) / np.where(change == 0, 1.0, change)
+
+    fig, axes = new_figure(len(panels), 1, width=2.6, height=3.8, sharey=True)
+    for ax, name in zip(axes[0], panels):
+        ax.axhline(0.5, color="tab:gray", ls=":", lw=1, label="half of the change")
+        curves = to_numpy(sigma[name]).reshape(len(x), -1)
+        for j in range(curves.shape[1]):
+            ax.plot(x, done(curves[:, j]), color="tab:orange", lw=1.6, label="σ(α) of an induction head")
+        ax.plot(x, done(to_numpy(loss[name]).ravel()), color="black", lw=2, label="loss on repeated tokens")
+        if mark is not None:
+            ax.axvline(mark[name], color="black", ls="-.", lw=1, label="phase-change step")
+        finish_axis(ax, xlabel="training step", title=name, title_size=MIN_FONT, label_size=MIN_FONT)
+        ax.tick_params(labelsize=MIN_FONT)
+    axes[0, 0].set_yticks([0, 0.5, 1])
+    finish_axis(axes[0, 0], ylabel="share of the change done", label_size=MIN_FONT)
+    return legend_below(fig, axes, title)
