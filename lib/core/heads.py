@@ -29,6 +29,11 @@ def head_name(head: Head) -> str:
     return _name(layer, validate.non_negative_int("head", head[1]))
 
 
+def listed(heads: Iterable[Head]) -> str:
+    """``[(1, 3), (1, 5)]`` -> ``"L1H3, L1H5"``; no heads -> ``"none"`` (a printed line reads as prose, not ``[]``)."""
+    return ", ".join(head_name(h) for h in heads) or "none"
+
+
 def _name(layer: int, head: int) -> str:
     return f"L{layer}H{head}"
 

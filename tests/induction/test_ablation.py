@@ -6,7 +6,7 @@ from typing import get_args
 import pytest
 import torch
 
-from lib.core.heads import all_heads, check_heads, head_name, parse_head_name
+from lib.core.heads import all_heads, check_heads, head_name, listed, parse_head_name
 from lib.induction import ablation as ab
 from lib.induction import handbuilt, models, sequences
 from lib.induction.scores import next_token_loss, per_token_loss
@@ -229,6 +229,7 @@ def test_head_names_round_trip():
     for bad in [(1,), (1, -1), (1.0, 2), "L1H2"]:
         with pytest.raises(ValueError):
             head_name(bad)
+    assert listed([(1, 3), (0, 5)]) == "L1H3, L0H5" and listed([]) == "none"
 
 
 def test_resample_ablation_puts_back_another_sequences_output(model, tokens):
