@@ -42,6 +42,7 @@ from lib.show.plot.induction import (
 from lib.show.plot.lm import ocr_interval_curves, ocr_mean_rank, ocr_rank_curves
 from lib.show.plot.natural import ablation_by_checkpoint, loss_by_position_curves
 from lib.show.plot.ocr import (
+    ocr_held_out_by_arm,
     ocr_loss_curves,
     ocr_margin_grid,
     ocr_ov_blocks,
@@ -67,6 +68,7 @@ __all__ = [
     "ocr_spectra",
     "ocr_mean_rank",
     "ocr_margin_grid",
+    "ocr_held_out_by_arm",
     "ocr_interval_curves",
     "ocr_rank_curves",
     # induction heads (chapter 5)
