@@ -178,7 +178,9 @@ def ocr_interval_curves(
     colour_of = _colour_of_label(panels, colour_order)
     # one panel: the column's width, so that its legend below takes two or three columns, not a panel's height
     single = len(panels) == 1
-    fig, axes = new_figure(ncols=len(panels), width=MAX_WIDTH if single else 4.6, height=4.2 if single else 3.8)
+    fig, axes = new_figure(
+        ncols=len(panels), width=MAX_WIDTH if single else 4.6, height=4.2 if single else 3.8, sharex=True
+    )  # one x range: a panel whose first points are missing (NaN) still starts where the others do
     for k, (ax, (panel, lines)) in enumerate(zip(axes[0], panels.items())):
         if not lines:
             raise ValueError(f"panel {panel!r} has no lines")
