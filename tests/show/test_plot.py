@@ -311,6 +311,15 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
     ),
     # --- out-of-context reasoning, chapter 3's margin grid
     (
+        "ocr_held_out_by_arm",
+        "three arms",
+        (
+            {"merged": rand(3, high=0.1), "merged, prox": rand(3, low=0.9), "fact., start 1": rand(3, high=0.1)},
+            {"merged": rand(3, low=3.0, high=3.1), "merged, prox": rand(3, low=2.0), "fact., start 1": rand(3, low=9)},
+        ),
+        {"chance_accuracy": 0.05, "chance_loss": math.log(20)},
+    ),
+    (
         "ocr_margin_grid",
         "two by two",
         (
@@ -547,6 +556,12 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
             },
         ),
         {"ylabels": ["share", "mean rank"], "references": [0.05, None]},
+    ),
+    (
+        "ocr_interval_curves",
+        "learning rates on a log axis",
+        ([1e-3, 2e-3, 5e-3, 1e-2], {"top-1": {"pre-trained": rand(4, 3), "from scratch": rand(4, 3)}}),
+        {"ylabels": ["share"], "references": [0.05], "xlabel": "learning rate", "xlog": True},
     ),
     # --- the chapters' own long titles and labels: each must still fit the page column as saved
     (

@@ -52,6 +52,7 @@ from lib.show.plot.natural import (
 )
 from lib.show.plot.ocr import (
     ocr_directions,
+    ocr_held_out_by_arm,
     ocr_loss_curves,
     ocr_margin_grid,
     ocr_one_step,
@@ -82,6 +83,7 @@ __all__ = [
     "ocr_one_step",
     "ocr_directions",
     "ocr_training_draw",
+    "ocr_held_out_by_arm",
     "ocr_interval_curves",
     "ocr_rank_curves",
     # induction heads (chapter 5)

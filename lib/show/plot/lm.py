@@ -154,6 +154,7 @@ def ocr_interval_curves(
     ylabels: Sequence[str],
     references: Sequence[float | None] | None = None,
     xlabel: str = "fine-tuning step",
+    xlog: bool = False,
     title: str | None = None,
     colour_order: Sequence[str] = (),
 ) -> Figure:
@@ -164,6 +165,7 @@ def ocr_interval_curves(
         panels: panel title -> (line label -> ``(K, 3)`` rows ``[mean, low, high]``). A label keeps its colour.
         ylabels: one y-axis label per panel.
         references: one dashed reference level per panel (chance), or ``None`` for none.
+        xlog: a log-scale x axis, ticked at the given ``steps`` (e.g. learning rates).
         colour_order: labels in the order that gives them their colours (the default colour cycle), so that a
             label has the same colour in figures that draw different subsets of the labels; labels not in it
             follow, in order of first appearance.
@@ -176,7 +178,9 @@ def ocr_interval_curves(
     colour_of = _colour_of_label(panels, colour_order)
     # one panel: the column's width, so that its legend below takes two or three columns, not a panel's height
     single = len(panels) == 1
-    fig, axes = new_figure(ncols=len(panels), width=MAX_WIDTH if single else 4.6, height=4.2 if single else 3.8)
+    fig, axes = new_figure(
+        ncols=len(panels), width=MAX_WIDTH if single else 4.6, height=4.2 if single else 3.8, sharex=True
+    )  # one x range: a panel whose first points are missing (NaN) still starts where the others do
     for k, (ax, (panel, lines)) in enumerate(zip(axes[0], panels.items())):
         if not lines:
             raise ValueError(f"panel {panel!r} has no lines")
@@ -188,5 +192,9 @@ def ocr_interval_curves(
             ax.fill_between(x, v[:, 1], v[:, 2], color=colour_of[label], alpha=0.2, lw=0)
         if references is not None and references[k] is not None:
             ax.axhline(references[k], color="black", ls="--", lw=1, label="chance")
+        if xlog:
+            ax.set_xscale("log")
+            ax.set_xticks(x, [f"{v:g}" for v in x])
+            ax.minorticks_off()
         finish_axis(ax, xlabel=xlabel, ylabel=ylabels[k], title=panel, title_size=10)
     return legend_below(fig, axes, title)

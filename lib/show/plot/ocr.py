@@ -20,6 +20,7 @@ from lib.show._common import (
     colorbar_beside,
     finish_axis,
     finish_figure,
+    legend_below,
     new_figure,
     signed_heatmap,
     symmetric_bound,
@@ -548,3 +549,44 @@ def ocr_directions(
     ax.set_yscale("log")
     finish_axis(ax, xlabel="index of singular value", ylabel="singular value / largest", title=title, legend=True)
     return finish_figure(fig)
+
+
+def ocr_held_out_by_arm(
+    accuracy: Mapping[str, Array],
+    loss: Mapping[str, Array],
+    *,
+    chance_accuracy: float,
+    chance_loss: float,
+    title: str = "Held-out implications, per way of training",
+) -> Figure:
+    """Held-out accuracy (left) and loss (right) of several training arms: one row per arm, one dot per seed.
+
+    Args:
+        accuracy: arm -> ``(S,)`` held-out accuracy of ``S`` seeds; loss: arm -> ``(S,)`` held-out loss (nats),
+            the same arms. An arm whose name contains ``"merged"`` takes the merged colour, any other the factorized.
+        chance_accuracy, chance_loss: the accuracy and loss of a model that ignores the facts (``1/n`` and
+            ``log n`` for ``n`` candidates), drawn as dashed lines.
+    """
+    if not accuracy or list(accuracy) != list(loss):
+        raise ValueError(
+            f"accuracy and loss need the same arms in the same order, got {list(accuracy)} and {list(loss)}"
+        )
+    fig, axes = new_figure(ncols=2, width=MAX_WIDTH / 2, height=3.4, sharey=True)
+    arms = list(accuracy)
+    rows = np.arange(len(arms))[::-1]  # the first arm on top
+    for ax, values, reference, ref_label in (
+        (axes[0, 0], accuracy, chance_accuracy, "chance accuracy"),
+        (axes[0, 1], loss, chance_loss, f"log {round(np.exp(chance_loss))}: chance loss"),
+    ):
+        for y, arm in zip(rows, arms):
+            v = to_numpy(values[arm]).ravel()
+            colour = OCR_ARM_COLOURS["merged" if "merged" in arm else "factorized"]
+            ax.scatter(v, np.full(len(v), y), s=30, facecolors="none", edgecolors=colour, zorder=3)
+        ax.axvline(reference, color="grey", ls="--", lw=1, label=ref_label)
+        ax.set_ylim(-0.6, len(arms) - 0.4)
+    axes[0, 0].set_yticks(rows, arms)
+    axes[0, 0].set_xlim(-0.05, 1.05)
+    axes[0, 1].set_xscale("log")
+    finish_axis(axes[0, 0], xlabel="held-out accuracy", grid="x")
+    finish_axis(axes[0, 1], xlabel="held-out loss (nats), log scale", grid="x")
+    return legend_below(fig, axes, title)
