@@ -43,7 +43,8 @@ def test_every_chapter_opens_with_its_key_results(path):
     nb = load(path)
     box = key_results_box(nb)
     assert box, f"{path.name}: no ```{{admonition}} Key results / :class: key-results box before the first code cell"
-    items = [line for line in box["body"].splitlines() if line.startswith("- ")]
+    # one result per list item; an item's wrapped lines are indented
+    items = re.split(r"^- ", box["body"], flags=re.MULTILINE)[1:]
     assert 2 <= len(items) <= 4, f"{path.name}: the box has {len(items)} results; a reader wants two to four"
     for item in items:
         assert GLUE_NAME.search(item), f"{path.name}: a result without a computed number: {item[:80]!r}"
