@@ -377,6 +377,12 @@ CALLS: dict[str, Call] = {
     "lib.induction.natural.probes:top_key_share": lambda d: probes.top_key_share(
         pattern(d)[0], draw(3, 12, 12, high=4).to(d) == 1, draw(3, 12, high=4, seed=1).to(d) == 1
     ),
+    "lib.induction.natural.probes:share_removed": lambda d: probes.share_removed(draw(2, 3, 30).to(d)),
+    "lib.induction.natural.probes:nats_removed": lambda d: probes.nats_removed(draw(2, 3, 30).to(d)),
+    "lib.induction.natural.probes:paired_change": lambda d: probes.paired_change(probes.share_removed)(
+        draw(4, 30).to(d)
+    ),
+    "lib.induction.natural.probes:estimate": lambda d: probes.estimate(probes.share_removed, draw(2, 30).to(d)),
     "lib.induction.natural.probes:share_interval": lambda d: probes.share_interval(
         draw(30).exp().to(d), draw(30, seed=1).exp().to(d), samples=50
     ),
