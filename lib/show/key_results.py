@@ -36,7 +36,9 @@ def glue_output(name: str, text: str) -> tuple[dict[str, str], dict[str, Any]]:
             f"a key result's name must be 'ch' and its chapter (1-8), then lower-case words joined by '-' "
             f"(as 'ch5-window'), got {name!r}"
         )
-    return {GLUE_PREFIX + "text/plain": text}, {"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}}
+    # as a string literal: the book reads a glued text with ast.literal_eval, which would make "6,000" the tuple
+    # (6, 0) and "0.50" the number 0.5
+    return {GLUE_PREFIX + "text/plain": repr(text)}, {"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}}
 
 
 def record(name: str, value: object, spec: str = "") -> str:

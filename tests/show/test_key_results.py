@@ -20,8 +20,16 @@ def test_the_output_is_myst_nb_glue_that_jupyter_does_not_show():
     assert all(not mime.startswith("text/") for mime in data)  # no mime type a frontend would draw
     cell = new_code_cell(outputs=[new_output("display_data", data=data, metadata=metadata)])
     [(name, output)] = extract_glue_data_cell(cell)
-    assert (name, output["data"]) == ("ch5-window", {"text/plain": "110"})
+    assert (name, output["data"]) == ("ch5-window", {"text/plain": "'110'"})
     assert cell.outputs == []  # the book does not show it where it was recorded
+
+
+@pytest.mark.parametrize("text", ["6,000", "0.50", "+0.54", "1,700-2,200", "92%", "-0.356", "it's"])
+def test_the_book_pastes_the_text_as_recorded(text):
+    from myst_nb.core.variables import format_plain_text
+
+    data, _ = key_results.glue_output("ch1-a", text)
+    assert format_plain_text(data[key_results.GLUE_PREFIX + "text/plain"], "") == text
 
 
 def test_record_displays_in_ipython(monkeypatch):
@@ -33,7 +41,7 @@ def test_record_displays_in_ipython(monkeypatch):
     monkeypatch.setattr(IPython.display, "display", lambda data, **kw: shown.append((data, kw)))
     assert key_results.record("ch7-cut", 0.5, ".2f") == "0.50"
     [(data, kw)] = shown
-    assert data == {key_results.GLUE_PREFIX + "text/plain": "0.50"} and kw["raw"] is True
+    assert data == {key_results.GLUE_PREFIX + "text/plain": "'0.50'"} and kw["raw"] is True
     assert kw["metadata"]["scrapbook"]["name"] == "ch7-cut"
 
 
