@@ -128,7 +128,16 @@ import page_stats  # noqa: E402
 CHAPTERS = [rel for rel in PAGES if re.match(r"0[1-8]_", rel.name)]
 FIGURES_PER_1000_WORDS = 2
 # Chapters that may read with fewer figures, and why (issue 40: ">= 2 figures per 1,000 words, or a stated exception").
-FEWER_FIGURES: dict[str, str] = {}
+FEWER_FIGURES: dict[str, str] = {
+    "03_why_factorization_generalizes": (
+        "theory: the argument runs through two theorems and their equations, each checked in code; the figures show "
+        "the solutions, the margins and the spectra (0.9 per 1,000 words, 2026-12)"
+    ),
+    "04_ocr_in_language_models": (
+        "most of its evidence is per-rule and per-seed rank tables, printed beside the figures of the main "
+        "comparisons (0.8 per 1,000 words, 2026-12): drawing the rest is open work of issue 40"
+    ),
+}
 
 
 @pytest.mark.parametrize("rel", CHAPTERS, ids=[p.stem for p in CHAPTERS])
