@@ -944,6 +944,17 @@ CIRCUIT_CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
     ),
     ("composition_score_grid", "one kind, default labels", ({"K": rand(2, 2)}, {"K": rand(4)}), {}),
     (
+        "qk_cut_effects",
+        "chapter 5's four conditions, two induction heads",
+        (
+            {
+                name: {"prefix": rand(2), "repeated": 4.0 * k / 3, "first": 4.0 + k, "bos": rand(2)}
+                for k, name in enumerate(("intact", "keys cut", "queries cut", "both cut"))
+            },
+        ),
+        {"even_prefix": 0.1, "chance": math.log(64)},
+    ),
+    (
         "ocr_mean_rank",
         "chapter 4's five rules and five reported models",
         (
@@ -985,6 +996,11 @@ def overlapping_titles(fig: Figure) -> list[tuple[str, str]]:
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     titles = [(ax.get_title(), ax.title.get_window_extent(renderer)) for ax in fig.axes if ax.get_title()]
     return [(a, b) for i, (a, box) in enumerate(titles) for b, other in titles[:i] if box.overlaps(other)]
+
+
+def test_qk_cut_effects_needs_every_measure() -> None:
+    with pytest.raises(ValueError, match="cuts must map each condition"):
+        plot.qk_cut_effects({"intact": {"prefix": [0.9]}}, even_prefix=0.1, chance=4.0)
 
 
 def test_positional_qk_heads_checks_shapes() -> None:

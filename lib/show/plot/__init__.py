@@ -26,7 +26,7 @@ from lib.show.plot.ablation import (
     pair_against_other_pairs,
     path_cut_grid,
 )
-from lib.show.plot.circuits import circuit_matrices, composition_score_grid
+from lib.show.plot.circuits import circuit_matrices, composition_score_grid, qk_cut_effects
 from lib.show.plot.diagrams import ablation_diagram, induction_circuit_diagram, output_value_map_diagram
 from lib.show.plot.induction import (
     attention_before_during_after,
@@ -100,6 +100,7 @@ __all__ = [
     "composition_score_grid",
     "phase_change_signatures",
     "positional_qk_heads",
+    "qk_cut_effects",
     # smeared keys (chapter 6)
     "arm_loss_curves",
     "smear_sigma_over_training",

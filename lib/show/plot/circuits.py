@@ -1,4 +1,4 @@
-"""Figures of an induction circuit's weights (chapter 5): token-to-token matrices and composition scores."""
+"""Figures of an induction circuit's weights (chapter 5): token-to-token matrices, composition scores, the QK cut."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from lib.show._common import (
     Array,
     finish_axis,
     finish_figure,
+    legend_below,
     new_figure,
     signed_heatmap,
     to_numpy,
@@ -88,3 +89,54 @@ def composition_score_grid(
             label_size=MIN_FONT,
         )
     return finish_figure(fig, title="Composition scores (colour centred at the random mean)", title_size=10)
+
+
+CUT_KEYS = ("prefix", "repeated", "first", "bos")
+"""What :func:`qk_cut_effects` reads from each condition's measures."""
+
+
+def qk_cut_effects(
+    cuts: Mapping[str, Mapping[str, Array | float]],
+    *,
+    even_prefix: float,
+    chance: float,
+    title: str = "Layer 0 cut from layer 1's keys, queries or both",
+) -> Figure:
+    """Chapter 5's key/query cut, one row per condition, three panels: the induction heads' prefix matching (a dot
+    per head) against attention spread evenly; the loss on repeated and on first-seen tokens against chance; the
+    induction heads' attention on BOS at first-seen tokens (a dot per head).
+
+    Args:
+        cuts: condition (e.g. ``"intact"``, ``"keys cut"``) -> ``{"prefix": (heads,), "repeated": nats,
+            "first": nats, "bos": (heads,)}``, in the order drawn from the top.
+        even_prefix: prefix matching of attention spread evenly over the causal context.
+        chance: the loss of a uniform guess (nats).
+    """
+    if not cuts or any(set(CUT_KEYS) - set(c) for c in cuts.values()):
+        raise ValueError(f"cuts must map each condition to the measures {CUT_KEYS}, got {list(cuts.items())[:1]}")
+    names = list(cuts)
+    rows = np.arange(len(names))
+    fig, axes = new_figure(3, 1, width=2.3, height=0.6 * len(names) + 1.6, sharey=True)
+    prefix_ax, loss_ax, bos_ax = axes[0]
+    for ax, key in ((prefix_ax, "prefix"), (bos_ax, "bos")):
+        for row, name in zip(rows, names):
+            values = to_numpy(cuts[name][key]).ravel()
+            ax.plot(values, np.full(len(values), row), "o", color="tab:blue", alpha=0.6, label="induction head")
+        ax.set_xlim(-0.05, 1.05)
+    prefix_ax.axvline(even_prefix, color="grey", ls="--", label="attention spread evenly")
+    for key, offset, marker, label in (("repeated", -0.15, "o", "repeated tokens"), ("first", 0.15, "s", "first-seen")):
+        loss = [float(to_numpy(cuts[name][key])) for name in names]
+        loss_ax.plot(loss, rows + offset, marker, ls="none", color="black", mfc="white" if marker == "s" else None)
+        loss_ax.lines[-1].set_label(f"loss: {label}")
+    loss_ax.axvline(chance, color="tab:red", ls=":", label="chance (uniform guess)")
+    loss_ax.set_xlim(left=-0.3)
+    prefix_ax.set_yticks(rows, names)
+    prefix_ax.set_ylim(len(names) - 0.5, -0.5)  # the first condition on top
+    for ax, panel, xlabel in (
+        (prefix_ax, "prefix matching", "score"),
+        (loss_ax, "loss", "nats"),
+        (bos_ax, "attention on BOS at first-seen tokens", "share"),
+    ):
+        ax.tick_params(labelsize=MIN_FONT)
+        finish_axis(ax, xlabel=xlabel, title=panel, title_size=MIN_FONT, label_size=MIN_FONT, grid="x")
+    return legend_below(fig, axes, title)
