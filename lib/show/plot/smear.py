@@ -167,3 +167,30 @@ def smear_before_loss(
     axes[0, 0].set_yticks([0, 0.5, 1])
     finish_axis(axes[0, 0], ylabel="share of the change done", label_size=MIN_FONT)
     return legend_below(fig, axes, title)
+
+
+def smear_off_losses(
+    with_smear: Sequence[float],
+    without: Sequence[float],
+    *,
+    seeds: Sequence[int],
+    chance: float,
+    title: str = "The smeared one-layer models with and without the smear",
+) -> Figure:
+    """Each seed's loss on repeated tokens with the smear and with it switched off (same weights), against chance.
+
+    Args:
+        with_smear, without: one loss (nats) per seed. seeds: the seeds, in the same order.
+        chance: the loss of a uniform guess, ``log(vocab)`` (a horizontal line).
+    """
+    if not len(with_smear) == len(without) == len(seeds) > 0:
+        raise ValueError(f"one loss per seed, got {len(with_smear)}, {len(without)} for {len(seeds)} seeds")
+    fig, axes = new_figure(1, 1, width=min(6.0, 2.4 + 1.2 * len(seeds)), height=3.2)
+    ax: Axes = axes[0, 0]
+    x = np.arange(len(seeds))
+    ax.bar(x - 0.2, list(with_smear), 0.4, color=SMEAR_ARM_COLOURS["1 layer, smeared"], label="with the smear")
+    ax.bar(x + 0.2, list(without), 0.4, color="tab:gray", label="smear switched off")
+    ax.axhline(chance, color="black", lw=0.8, ls=":", label=f"chance, {chance:.2f} nats")
+    ax.set_xticks(x, [f"seed {s}" for s in seeds])
+    finish_axis(ax, ylabel="loss on repeated tokens (nats)", grid="y")
+    return legend_below(fig, axes, title)
