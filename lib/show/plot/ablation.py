@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
 
 from lib.show._common import (
     ICL_SCORE_LABEL,
@@ -318,6 +319,8 @@ def zero_against_mean(
                 ax.scatter(x[chosen], y[chosen], color=colour, marker=marker, s=28, label=label, zorder=3)
         ax.set_xlim(low, high)
         ax.set_ylim(low, high)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         finish_axis(ax, xlabel="removed, zero ablation", title=f"{kind} ablation", title_size=MIN_FONT)
     axes[0, 0].set_ylabel("removed, mean ablation")
     return legend_below(fig, axes, title)

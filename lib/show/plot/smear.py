@@ -188,8 +188,13 @@ def smear_off_losses(
     fig, axes = new_figure(1, 1, width=min(6.0, 2.4 + 1.2 * len(seeds)), height=3.2)
     ax: Axes = axes[0, 0]
     x = np.arange(len(seeds))
-    ax.bar(x - 0.2, list(with_smear), 0.4, color=SMEAR_ARM_COLOURS["1 layer, smeared"], label="with the smear")
-    ax.bar(x + 0.2, list(without), 0.4, color="tab:gray", label="smear switched off")
+    for shift, values, colour, label in (
+        (-0.2, with_smear, SMEAR_ARM_COLOURS["1 layer, smeared"], "with the smear"),
+        (0.2, without, "tab:gray", "smear switched off"),
+    ):
+        bars = ax.bar(x + shift, list(values), 0.4, color=colour, label=label)
+        ax.bar_label(bars, fmt="%.2f", fontsize=MIN_FONT, padding=2)  # a loss near 0 has no visible bar
+    ax.margins(y=0.12)
     ax.axhline(chance, color="black", lw=0.8, ls=":", label=f"chance, {chance:.2f} nats")
     ax.set_xticks(x, [f"seed {s}" for s in seeds])
     finish_axis(ax, ylabel="loss on repeated tokens (nats)", grid="y")
