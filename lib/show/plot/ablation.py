@@ -306,12 +306,14 @@ def zero_against_mean(
             "layer-0 head" if name.startswith("L0H") else "layer-1 head" if name.startswith("L1H") else "group of heads"
         )
 
-    fig, axes = new_figure(len(zero), 1, width=3.4, height=3.4, sharey=True)
-    for ax, kind in zip(axes[0], zero):
-        x, y = to_numpy(zero[kind]).ravel(), to_numpy(mean[kind]).ravel()
+    shares = {kind: (to_numpy(zero[kind]).ravel(), to_numpy(mean[kind]).ravel()) for kind in zero}
+    for kind, (x, y) in shares.items():
         if not len(x) == len(y) == len(names):
             raise ValueError(f"{kind}: {len(x)} and {len(y)} shares for {len(names)} names")
-        low, high = min(0.0, float(x.min()), float(y.min())) - 0.05, max(1.0, float(x.max()), float(y.max())) + 0.05
+    every = np.concatenate([v for pair in shares.values() for v in pair])
+    low, high = min(0.0, float(every.min())) - 0.05, max(1.0, float(every.max())) + 0.05  # one range: panels share y
+    fig, axes = new_figure(len(zero), 1, width=3.4, height=3.4, sharey=True)
+    for ax, (kind, (x, y)) in zip(axes[0], shares.items()):
         ax.plot([low, high], [low, high], color="grey", lw=0.8, ls=":", label="zero = mean")
         for label, (colour, marker) in styles.items():
             chosen = [i for i, name in enumerate(names) if style(name) == label]
