@@ -232,6 +232,12 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         {},
     ),
     (
+        "smear_off_losses",
+        "three seeds",
+        ([0.01, 0.02, 0.015], [5.2, 4.8, 6.0]),
+        {"seeds": [0, 1, 2], "chance": 4.14},
+    ),
+    (
         "smear_before_loss",
         "three seeds, one or two induction heads",
         (
@@ -308,6 +314,16 @@ CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         "grid with an empty cell",
         ([(SEQ_LOSS, SEQ_LOSS + rand(len(SEQ_LOSS), low=-0.5), f"ablation {i}") for i in range(3)],),
         {"period": 3},
+    ),
+    (
+        "zero_against_mean",
+        "two kinds, heads and groups",
+        (
+            {kind: rand(5, low=-0.1) for kind in ("full", "pattern-preserving")},
+            {kind: rand(5, low=-0.1, high=1.1) for kind in ("full", "pattern-preserving")},
+            ["L0H0", "L0H1", "L1H0", "all of layer 1", "all of layer 0"],
+        ),
+        {},
     ),
     # --- out-of-context reasoning, chapter 3's margin grid
     (

@@ -25,6 +25,7 @@ from lib.show.plot.ablation import (
     icl_with_heads_removed,
     pair_against_other_pairs,
     path_cut_grid,
+    zero_against_mean,
 )
 from lib.show.plot.circuits import circuit_matrices, composition_score_grid, qk_cut_effects
 from lib.show.plot.diagrams import ablation_diagram, induction_circuit_diagram, output_value_map_diagram
@@ -65,7 +66,13 @@ from lib.show.plot.ocr import (
     ocr_training_draw,
 )
 from lib.show.plot.performance import chapter_times, time_to_phase_change
-from lib.show.plot.smear import arm_icl_by_kind, arm_loss_curves, smear_before_loss, smear_sigma_over_training
+from lib.show.plot.smear import (
+    arm_icl_by_kind,
+    arm_loss_curves,
+    smear_before_loss,
+    smear_off_losses,
+    smear_sigma_over_training,
+)
 
 sharp_notebook_figures()  # every chapter imports this package before it draws
 
@@ -106,6 +113,7 @@ __all__ = [
     "smear_sigma_over_training",
     "arm_icl_by_kind",
     "smear_before_loss",
+    "smear_off_losses",
     # ablation (chapter 7)
     "ablation_effects",
     "ablation_over_training",
@@ -114,6 +122,7 @@ __all__ = [
     "path_cut_grid",
     "ablated_loss_along_sequence",
     "ablated_loss_grid",
+    "zero_against_mean",
     # natural text (chapter 8)
     "loss_by_position_curves",
     "ablation_by_checkpoint",

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
 
 from lib.show._common import (
     ICL_SCORE_LABEL,
@@ -276,3 +277,52 @@ def path_cut_grid(
     bar.set_label("share of the repeat ICL removed (%)", fontsize=MIN_FONT)
     bar.ax.tick_params(labelsize=MIN_FONT)
     return finish_figure(fig)
+
+
+def zero_against_mean(
+    zero: Mapping[str, Array],
+    mean: Mapping[str, Array],
+    names: Sequence[str],
+    *,
+    title: str = "Share of the ICL score removed: zero against mean ablation",
+) -> Figure:
+    """Each ablation's share of the ICL score removed with the removed output set to zero (x) and to its mean (y),
+    one panel per ablation kind; on the diagonal the two replacements agree.
+
+    Args:
+        zero, mean: ablation kind -> ``(len(names),)`` shares removed (1 = all of it).
+        names: what each entry removes: a head's name ("L0H1", layer 0 in grey, layer 1 in blue) or a group.
+    """
+    if list(zero) != list(mean) or not zero:
+        raise ValueError(f"zero and mean must name the same kinds, got {list(zero)} and {list(mean)}")
+    styles = {
+        "layer-0 head": ("tab:gray", "o"),
+        "layer-1 head": ("tab:blue", "o"),
+        "group of heads": ("black", "D"),
+    }
+
+    def style(name: str) -> str:
+        return (
+            "layer-0 head" if name.startswith("L0H") else "layer-1 head" if name.startswith("L1H") else "group of heads"
+        )
+
+    shares = {kind: (to_numpy(zero[kind]).ravel(), to_numpy(mean[kind]).ravel()) for kind in zero}
+    for kind, (x, y) in shares.items():
+        if not len(x) == len(y) == len(names):
+            raise ValueError(f"{kind}: {len(x)} and {len(y)} shares for {len(names)} names")
+    every = np.concatenate([v for pair in shares.values() for v in pair])
+    low, high = min(0.0, float(every.min())) - 0.05, max(1.0, float(every.max())) + 0.05  # one range: panels share y
+    fig, axes = new_figure(len(zero), 1, width=3.4, height=3.4, sharey=True)
+    for ax, (kind, (x, y)) in zip(axes[0], shares.items()):
+        ax.plot([low, high], [low, high], color="grey", lw=0.8, ls=":", label="zero = mean")
+        for label, (colour, marker) in styles.items():
+            chosen = [i for i, name in enumerate(names) if style(name) == label]
+            if chosen:
+                ax.scatter(x[chosen], y[chosen], color=colour, marker=marker, s=28, label=label, zorder=3)
+        ax.set_xlim(low, high)
+        ax.set_ylim(low, high)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        finish_axis(ax, xlabel="removed, zero ablation", title=f"{kind} ablation", title_size=MIN_FONT)
+    axes[0, 0].set_ylabel("removed, mean ablation")
+    return legend_below(fig, axes, title)

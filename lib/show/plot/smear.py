@@ -167,3 +167,35 @@ def smear_before_loss(
     axes[0, 0].set_yticks([0, 0.5, 1])
     finish_axis(axes[0, 0], ylabel="share of the change done", label_size=MIN_FONT)
     return legend_below(fig, axes, title)
+
+
+def smear_off_losses(
+    with_smear: Sequence[float],
+    without: Sequence[float],
+    *,
+    seeds: Sequence[int],
+    chance: float,
+    title: str = "The smeared one-layer models with and without the smear",
+) -> Figure:
+    """Each seed's loss on repeated tokens with the smear and with it switched off (same weights), against chance.
+
+    Args:
+        with_smear, without: one loss (nats) per seed. seeds: the seeds, in the same order.
+        chance: the loss of a uniform guess, ``log(vocab)`` (a horizontal line).
+    """
+    if not len(with_smear) == len(without) == len(seeds) > 0:
+        raise ValueError(f"one loss per seed, got {len(with_smear)}, {len(without)} for {len(seeds)} seeds")
+    fig, axes = new_figure(1, 1, width=min(6.0, 2.4 + 1.2 * len(seeds)), height=3.2)
+    ax: Axes = axes[0, 0]
+    x = np.arange(len(seeds))
+    for shift, values, colour, label in (
+        (-0.2, with_smear, SMEAR_ARM_COLOURS["1 layer, smeared"], "with the smear"),
+        (0.2, without, "tab:gray", "smear switched off"),
+    ):
+        bars = ax.bar(x + shift, list(values), 0.4, color=colour, label=label)
+        ax.bar_label(bars, fmt="%.2f", fontsize=MIN_FONT, padding=2)  # a loss near 0 has no visible bar
+    ax.margins(y=0.12)
+    ax.axhline(chance, color="black", lw=0.8, ls=":", label=f"chance, {chance:.2f} nats")
+    ax.set_xticks(x, [f"seed {s}" for s in seeds])
+    finish_axis(ax, ylabel="loss on repeated tokens (nats)", grid="y")
+    return legend_below(fig, axes, title)
