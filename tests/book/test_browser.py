@@ -49,9 +49,9 @@ def browser(tmp_path_factory):
 
 
 def expected_figures(page_path: Path) -> int:
-    """Image outputs of the executed notebook behind a page (0 for a markdown page): the copy `make test` kept where
-    the book reused it (scripts/shared_execution.py; Jupyter Book's own copy of a reused notebook has no outputs),
-    else the book's execution."""
+    """Image outputs the page shows from the executed notebook behind it (0 for a markdown page): the copy `make test`
+    kept where the book reused it (scripts/shared_execution.py; Jupyter Book's own copy of a reused notebook has no
+    outputs), else the book's execution."""
     rel = page_path.relative_to(HTML).with_suffix(".ipynb")
     kept, executed = KEPT / rel.name, EXECUTED / rel
     nb = None
@@ -68,7 +68,7 @@ def expected_figures(page_path: Path) -> int:
     return sum(
         1
         for c in nb["cells"]
-        if c["cell_type"] == "code"
+        if c["cell_type"] == "code" and not {"remove-cell", "remove-output"} & set(c["metadata"].get("tags", []))
         for o in c.get("outputs", [])
         if "image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {})
     )
