@@ -43,6 +43,10 @@ OCR_ARM_COLOURS = {"factorized": "#1f77b4", "merged": "#d62728"}
 _CROSS_ENTROPY = "cross-entropy (nats)"
 
 
+_SPLIT_COLOURS = {"train": "#e6550d", "test": "#9ecae1"}
+"""Colours of training and test subjects, in :func:`ocr_split` and :func:`ocr_training_draw`."""
+
+
 def ocr_split(
     fact_index: Array,
     is_train: Array,
@@ -67,7 +71,7 @@ def ocr_split(
     order = np.lexsort((~train, fact))  # columns grouped by fact value, the training subject first
     grid = np.zeros((n_facts, n))
     grid[fact[order], np.arange(n)] = np.where(train[order], 2, 1)
-    colours = ["white", "#9ecae1", "#e6550d"]
+    colours = ["white", _SPLIT_COLOURS["test"], _SPLIT_COLOURS["train"]]
     fig, axes = new_figure(width=min(14.0, 2.0 + 0.11 * n), height=1.2 + 0.22 * n_facts)
     ax: Axes = axes[0, 0]
     ax.imshow(grid, cmap=ListedColormap(colours), vmin=0, vmax=2, aspect="auto", interpolation="nearest")
@@ -436,10 +440,6 @@ def ocr_margin_grid(
         grid="both",
     )
     return finish_figure(fig)
-
-
-_SPLIT_COLOURS = {"train": "#e6550d", "test": "#9ecae1"}
-"""Colours of training and test subjects, as in :func:`ocr_split`."""
 
 
 def ocr_training_draw(
