@@ -64,6 +64,10 @@ def test_no_long_code_cell_is_shown_unfolded(path):
             if "hide-input" in tags(cell) and "solution" not in tags(cell):
                 prompt = cell["metadata"].get("mystnb", {}).get("code_prompt_show", "")
                 assert prompt.startswith("Show the "), f"{path.name}: a folded cell's toggle must say what it opens"
+                said = re.fullmatch(r"Show the code \((\d+) lines\)", prompt)
+                assert not said or int(said[1]) == lines, (
+                    f"{path.name}: a toggle says {prompt!r}, its cell has {lines} lines: {source(cell)[:60]!r}"
+                )
             continue
         assert lines <= SCREEN_LINES, (
             f"{path.name}: a {lines}-line code cell is shown unfolded (at most {SCREEN_LINES}, about a screen); "
