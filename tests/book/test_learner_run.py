@@ -17,10 +17,12 @@ A check that raises anything but its own failure, or a cell that needs the learn
 import copy
 import os
 import re
+import tempfile
 
 import nbformat
 import pytest
 from bookfiles import ROOT, tags
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from lib.exercises.framework import BOOK_VERSION
@@ -36,8 +38,12 @@ STUB_BODY = re.compile(r"^(\s+)raise NotImplementedError\s*$", re.M)
 def run(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     env = {k: v for k, v in os.environ.items() if k != "CIRCUITS_STRICT_CHECKS"}
     env.update(CIRCUITS_PROGRESS="0", OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
-    client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}})
-    return client.execute(env=env)  # the learner's environment: no strict checks
+    # IPC sockets in a folder of this run's own: with TCP, two xdist workers' kernels could pick the same free port
+    # (one CI run failed "Address already in use"); socket files in separate folders cannot collide
+    with tempfile.TemporaryDirectory(prefix="kernel") as sockets:
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "k"))
+        client = NotebookClient(nb, km=km, timeout=900, resources={"metadata": {"path": str(ROOT)}})
+        return client.execute(env=env)  # the learner's environment: no strict checks
 
 
 def printed(cell) -> str:
