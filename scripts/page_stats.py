@@ -47,8 +47,8 @@ the cells taller than a screen as ``[height, first line of code]``."""
 
 
 def chapter_pages(html: Path) -> list[Path]:
-    """The built chapter pages 1-8, in order."""
-    return sorted((html / "chapters").glob("0[1-8]_*.html"))
+    """The built chapter pages (the start page, 00, aside), in order."""
+    return sorted(p for p in (html / "chapters").glob("[0-9][0-9]_*.html") if not p.name.startswith("00_"))
 
 
 def measure(html: Path) -> list[dict[str, object]]:

@@ -30,9 +30,14 @@ EXERCISE_META = re.compile(r"^\*Difficulty (\d) of 3 · importance: [^·]+ · ab
 
 
 def notebook(number: int) -> Path:
-    """The chapter notebook numbered ``number`` (0-8)."""
+    """The chapter notebook numbered ``number`` (0 is the start page)."""
     (path,) = CHAPTERS.glob(f"{number:02d}_*.ipynb")
     return path
+
+
+def chapter_numbers() -> list[int]:
+    """The numbers of the chapter notebooks, the start page's 0 included (from their file names ``NN_*.ipynb``)."""
+    return sorted(int(path.name[:2]) for path in CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
 
 
 def cells(path: Path, kind: str) -> list[str]:
@@ -53,7 +58,7 @@ def reading_minutes(path: Path) -> int:
 def all_exercises() -> dict[str, tuple[str, int, int, str]]:
     """Exercise id ("5.2") -> (title, minutes, difficulty, kind), for every exercise of every chapter."""
     found = {}
-    for path in sorted(CHAPTERS.glob("0*.ipynb")):
+    for path in sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb")):
         for text in cells(path, "markdown"):
             lines = [ln for ln in text.splitlines() if ln.strip()]
             for line, following in zip(lines, lines[1:]):
@@ -99,7 +104,7 @@ def start_page_table() -> str:
         "|---|---|---|---|---|",
     ]
     totals = [0, 0, 0]
-    for number in range(1, 9):
+    for number in chapter_numbers()[1:]:
         path = notebook(number)
         row = [reading_minutes(path), math.ceil(seconds[number][1] / 60), exercise_minutes.get(number, 0)]
         totals = [t + r for t, r in zip(totals, row)]

@@ -64,7 +64,7 @@ def main_of(page) -> BeautifulSoup:
     return soup.select_one("main") or soup
 
 
-CHAPTER_PAGES = sorted((HTML / "chapters").glob("0[0-9]_*.html"))
+CHAPTER_PAGES = sorted((HTML / "chapters").glob("[0-9][0-9]_*.html"))
 REFERENCES = HTML / "chapters" / "references.html"
 GLOSSARY = HTML / "chapters" / "glossary.html"
 
