@@ -41,10 +41,12 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $(STAMP)
 
 # The book reuses what `make test` executed, where nothing it depends on changed since (scripts/shared_execution.py),
-# and executes the other chapters itself: one execution of every chapter per CI run.
+# and executes the other chapters itself: one execution of every chapter per CI run. Then the Korean edition
+# (scripts/build_translation.py) into _build/html/ko from the same executions and translations/ko.
 book: $(STAMP)
 	$(PY) scripts/shared_execution.py $(EXECUTED) _build/.jupyter_cache
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
+	$(PY) scripts/build_translation.py ko
 	$(PY) -m pytest -q -m built_book tests
 	@echo "Book built: file://$(CURDIR)/_build/html/index.html"
 

@@ -34,6 +34,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 TRANSLATIONS = ROOT / "translations"
 PAGES = ROOT / "chapters"
@@ -106,24 +108,37 @@ def _markdown_units(path: Path) -> list[Unit]:
     return found
 
 
+def _book_units(toc: Path) -> list[Unit]:
+    """The book's own words: its title (``_config.yml``), the parts' captions and the sidebar titles (``_toc.yml``)."""
+    config = yaml.safe_load((toc.parent / "_config.yml").read_text())
+    found = [Unit("title", config["title"])]
+    for number, part in enumerate(yaml.safe_load(toc.read_text())["parts"]):
+        found.append(Unit(f"caption/{number}", part["caption"]))
+        found += [Unit(f"title/{entry['file']}", entry["title"]) for entry in part["chapters"] if "title" in entry]
+    return found
+
+
 def units(path: Path) -> list[Unit]:
-    """The English prose units of the page ``path`` (a chapter ``.ipynb`` or a ``.md`` page), in page order.
+    """The English prose units of the page ``path`` (a chapter ``.ipynb``, a ``.md`` page, or ``_toc.yml`` for the
+    book's title, part captions and sidebar titles), in page order.
 
     Raises:
-        ValueError: ``path`` is neither, or a notebook cell has no id.
+        ValueError: ``path`` is none of these, or a notebook cell has no id.
     """
+    if path.name == "_toc.yml":
+        return _book_units(path)
     if path.suffix == ".ipynb":
         return _notebook_units(path)
     if path.suffix == ".md":
         return _markdown_units(path)
-    raise ValueError(f"{path}: a page is a .ipynb or .md file")
+    raise ValueError(f"{path}: a page is a .ipynb or .md file, or _toc.yml")
 
 
 def book_pages() -> list[Path]:
-    """Every page of the English book: the files ``_toc.yml`` lists."""
+    """Every page of the English book: ``_toc.yml`` itself (the book's title and sidebar), then the files it lists."""
     toc = (ROOT / "_toc.yml").read_text()
     names = re.findall(r"^\s*(?:root|- file):\s*(\S+)", toc, re.M)
-    pages = []
+    pages = [ROOT / "_toc.yml"]
     for name in names:
         (path,) = [p for p in (ROOT / f"{name}.ipynb", ROOT / f"{name}.md") if p.is_file()]
         pages.append(path)
@@ -131,6 +146,7 @@ def book_pages() -> list[Path]:
 
 
 def translation_path(page: Path, lang: str) -> Path:
+    """``translations/LANG/<page's file stem>.json`` (``_toc.json`` for the book's title and sidebar)."""
     return TRANSLATIONS / lang / f"{page.stem}.json"
 
 
@@ -208,6 +224,28 @@ def translated_markdown(path: Path, translated: dict[str, dict]) -> str:
             raise ValueError(f"{path.name}: unit {unit.key!r} has no translation")
         parts.append(entry["text"])
     return "\n\n".join(parts) + "\n"
+
+
+def translated_toc(toc: Path, translated: dict[str, dict]) -> tuple[str, dict]:
+    """The book's title and ``_toc.yml`` (parsed) in the translation: captions and sidebar titles replaced.
+
+    Raises:
+        ValueError: a unit has no translation.
+    """
+
+    def text_of(key: str) -> str:
+        entry = translated.get(key)
+        if entry is None or not entry.get("text"):
+            raise ValueError(f"_toc.yml: unit {key!r} has no translation")
+        return entry["text"]
+
+    data = yaml.safe_load(toc.read_text())
+    for number, part in enumerate(data["parts"]):
+        part["caption"] = text_of(f"caption/{number}")
+        for entry in part["chapters"]:
+            if "title" in entry:
+                entry["title"] = text_of(f"title/{entry['file']}")
+    return text_of("title"), data
 
 
 def terms(lang: str) -> list[dict[str, str]]:

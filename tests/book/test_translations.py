@@ -6,7 +6,7 @@ import json
 import sys
 
 import pytest
-from bookfiles import ROOT
+from bookfiles import ROOT, load_extension
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import translations  # noqa: E402
@@ -177,3 +177,10 @@ def test_a_unit_that_renders_a_term_otherwise_fails(tmp_path, monkeypatch):
     ]:
         (tmp_path / "ko" / "demo.json").write_text(json.dumps({"units": {"T/1": {**entry, "text": text}}}))
         assert bool(translations.term_problems(page, "ko", table)) == fails, text
+
+
+def test_the_language_switch_points_at_the_same_page_of_the_other_edition():
+    switch_href = load_extension("language_switch").switch_href
+    assert switch_href("chapters/05_x", "ko/") == "../ko/chapters/05_x.html"
+    assert switch_href("chapters/05_x", "../") == "../../chapters/05_x.html"
+    assert switch_href("index", "ko/") == "ko/index.html"
