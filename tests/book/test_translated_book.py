@@ -37,6 +37,17 @@ def translation(page) -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=str)
+def test_every_page_has_its_korean_page_and_each_links_to_the_other(page):
+    english, korean = HTML / page, KO / page
+    assert korean.is_file(), f"no Korean page for {page}"
+    for here, lang in [(english, "ko"), (korean, "en")]:
+        (link,) = soup(here).select("p.language-switch a")
+        assert link["hreflang"] == lang
+        assert (here.parent / link["href"]).resolve() == (korean if lang == "ko" else english).resolve(), link["href"]
+    assert soup(korean).html["lang"] == "ko"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
 def test_a_translated_page_is_korean_an_untranslated_one_says_so(page):
     main = soup(KO / page).select_one("main")
     done = translation(page)
@@ -58,10 +69,17 @@ def test_the_korean_page_shows_the_english_pages_figures_and_printed_output(page
 
 
 @pytest.mark.parametrize("page", PAGES, ids=str)
-def test_no_raw_myst_on_a_korean_page(page):
-    text = soup(KO / page).select_one("main").get_text()
-    for raw in ["{cite", "{term}", "{numref}", "{glue", "```{", ":::"]:
+def test_no_raw_myst_or_unclosed_emphasis_on_a_korean_page(page):
+    """Emphasis next to Korean needs care: CommonMark does not close ``**`` after punctuation when a letter follows
+    (``**규칙(rule)**은``), and the asterisks show on the page."""
+    main = soup(KO / page).select_one("main")
+    for code in main.select("pre, code, .cell_output"):
+        code.decompose()
+    text = main.get_text()
+    for raw in ["{cite", "{term}", "{numref}", "{glue", "```{", ":::", "**"]:
         assert raw not in text, f"{page} shows raw MyST {raw!r}"
+    stray = re.findall(r".{0,20}(?<![*\\\w])\*(?=\S).{0,20}", text)
+    assert not stray, f"{page} shows asterisks that did not become emphasis: {stray[:3]}"
 
 
 def test_the_korean_sidebar_and_title_are_translated():
