@@ -77,7 +77,7 @@ def page_in(page: Path, lang: str) -> tuple[str | dict, bool]:
     if not translated or translations.problems(page, lang, translated):
         return with_note(page, lang), False
     if page.suffix == ".ipynb":
-        return translations.translated_notebook(executed(page), translated), True
+        return translations.translated_notebook(executed(page), translated, translations.labels(lang)), True
     return translations.translated_markdown(page, translated), True
 
 

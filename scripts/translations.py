@@ -185,12 +185,30 @@ def problems(page: Path, lang: str, translated: dict[str, dict] | None = None) -
     return lines
 
 
-def translated_notebook(notebook: dict, translated: dict[str, dict]) -> dict:
-    """A copy of the notebook ``notebook`` (parsed JSON, executed or not) with its markdown cells, captions and alt
-    text replaced by their translations; code and outputs stay as they are.
+def labels(lang: str) -> dict[str, str]:
+    """The language's button labels of folded cells: English pattern -> translation (``{n}`` a number)."""
+    return json.loads((TRANSLATIONS / lang / "labels.json").read_text())["labels"]
+
+
+def translated_label(label: str, table: dict[str, str]) -> str:
+    """``label`` ("Show the code (12 lines)") by the first pattern of ``table`` it matches ("코드 보기 (12줄)").
 
     Raises:
-        ValueError: a unit of the notebook has no translation (run :func:`problems` first).
+        ValueError: no pattern matches.
+    """
+    for pattern, text in table.items():
+        match = re.fullmatch(re.escape(pattern).replace(r"\{n\}", r"(\d+)"), label)
+        if match:
+            return text.replace("{n}", match[1]) if match.groups() else text
+    raise ValueError(f"no translation of the button label {label!r}: add its pattern to labels.json")
+
+
+def translated_notebook(notebook: dict, translated: dict[str, dict], buttons: dict[str, str]) -> dict:
+    """A copy of the notebook ``notebook`` (parsed JSON, executed or not) with its markdown cells, captions, alt
+    text and folded cells' button labels (``buttons``: :func:`labels`) translated; code and outputs stay as they are.
+
+    Raises:
+        ValueError: a unit of the notebook has no translation (run :func:`problems` first), or a label no pattern.
     """
     out = json.loads(json.dumps(notebook))
 
@@ -208,6 +226,9 @@ def translated_notebook(notebook: dict, translated: dict[str, dict]) -> dict:
             mystnb["figure"]["caption"] = text_of(f"{cell['id']}/caption")
         if "alt" in mystnb.get("image", {}):
             mystnb["image"]["alt"] = text_of(f"{cell['id']}/alt")
+        for key in ("code_prompt_show", "code_prompt_hide"):
+            if key in mystnb:
+                mystnb[key] = translated_label(mystnb[key], buttons)
     return out
 
 

@@ -92,15 +92,17 @@ def test_english_without_a_translation_and_a_translation_without_its_english_bot
 
 def test_the_translated_notebook_changes_prose_captions_and_alt_text_and_nothing_else(page):
     nb = json.loads(page.read_text())
-    out = translations.translated_notebook(nb, translate_all(page))
+    nb["cells"][1]["metadata"]["mystnb"]["code_prompt_show"] = "Show the code (12 lines)"
+    out = translations.translated_notebook(nb, translate_all(page), {"Show the code ({n} lines)": "코드 보기 ({n}줄)"})
     assert out["cells"][0]["source"] == "[ko] The merged model only memorizes the facts."
     assert out["cells"][1]["metadata"]["mystnb"]["figure"] == {"caption": "[ko] Loss.", "name": "fig-x"}
     assert out["cells"][1]["metadata"]["mystnb"]["image"]["alt"] == "[ko] Two curves."
-    assert {k: v for k, v in out["cells"][1].items() if k != "metadata"} == {
+    assert out["cells"][1]["metadata"]["mystnb"]["code_prompt_show"] == "코드 보기 (12줄)"
+    assert {k: v for k, v in out["cells"][1].items() if k != "metadata"} == {  # code and outputs
         k: v for k, v in nb["cells"][1].items() if k != "metadata"
     }
     with pytest.raises(ValueError, match="'f1/alt' has no translation"):
-        translations.translated_notebook(nb, {k: v for k, v in translate_all(page).items() if k != "f1/alt"})
+        translations.translated_notebook(nb, {k: v for k, v in translate_all(page).items() if k != "f1/alt"}, {})
 
 
 def test_markdown_pages_split_at_blank_lines_keeping_fences_whole_and_glossary_entries_apart(tmp_path):
@@ -178,3 +180,16 @@ def test_the_language_switch_points_at_the_same_page_of_the_other_edition():
     assert switch_href("chapters/05_x", "ko/") == "../ko/chapters/05_x.html"
     assert switch_href("chapters/05_x", "../") == "../../chapters/05_x.html"
     assert switch_href("index", "ko/") == "ko/index.html"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_button_label_of_the_chapters_has_a_translation(lang):
+    table = translations.labels(lang)
+    assert translations.translated_label("Show the code (7 lines)", {"Show the code ({n} lines)": "{n}줄"}) == "7줄"
+    for page in translations.book_pages()[1:]:
+        if page.suffix == ".ipynb":
+            for cell in json.loads(page.read_text())["cells"]:
+                mystnb = cell.get("metadata", {}).get("mystnb", {})
+                for key in ("code_prompt_show", "code_prompt_hide"):
+                    if key in mystnb:
+                        translations.translated_label(mystnb[key], table)  # raises on a label without a pattern
