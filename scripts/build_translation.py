@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import make_learner
 import yaml
 
 import translations
@@ -100,6 +101,10 @@ def write_source(lang: str, source: Path) -> list[str]:
     config["execute"]["execute_notebooks"] = "off"
     config["sphinx"]["config"]["language"] = lang
     config["sphinx"]["config"]["language_switch"] = SWITCH_BACK[lang]
+    config["sphinx"]["config"]["colab_words"] = translations.ui_words(lang, "colab")
+    config["sphinx"]["config"]["colab_learner"] = {
+        p.stem: f"learner/{lang}/{p.name}" for p in make_learner.translated_chapters(lang)
+    }
     (source / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
     english = []
     for page in translations.book_pages()[1:]:

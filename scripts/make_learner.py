@@ -1,7 +1,9 @@
 """Write the learner edition: one notebook per chapter for Colab and workshops, solutions removed, stubs kept.
 
 Usage: ``python scripts/make_learner.py [OUT_DIR]`` (``make learner`` writes ``learner/``, which is committed: Colab
-opens it from GitHub, and ``tests/book/test_learner.py`` fails when it is out of date with the chapters).
+opens it from GitHub, and ``tests/book/test_learner.py`` fails when it is out of date with the chapters). For each
+language of ``translations/`` it also writes ``learner/LANG/`` from the chapters whose translation is complete
+(``scripts/translations.py``), linking the book's pages in that language.
 
 In a chapter an exercise is: a stub cell (tag ``exercise-stub``), hints in ``{dropdown}`` blocks, a
 solution cell (tag ``solution``), and a check cell. The learner copy drops every solution cell, makes
@@ -23,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from check_repository_url import pages_url  # noqa: E402
+
+import translations  # noqa: E402
 
 SKIP_TAGS = {"skip-execution", "nbval-skip"}
 DROPDOWN = re.compile(r"^(`{3,}|:{3,})\{dropdown\}[ \t]*(.*?)\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -55,6 +59,22 @@ KEY_RESULTS = re.compile(
 KEY_RESULTS_NOTE = (
     "*Each **?** is a number this chapter computes: your run prints it, and the [book's page]({page}) shows it.*"
 )
+ENGLISH = {
+    "exercises": EXERCISES,
+    "no_exercises": NO_EXERCISES,
+    "key_results_note": KEY_RESULTS_NOTE,
+    "figure": "Fig.",
+    "unknown": "**?**",
+}
+"""The edition's own words in English; another language's are ``learner`` of ``translations/LANG/labels.json`` (in
+Korean the unknown number is ``<b>?</b>``: CommonMark does not close ``**?**`` before a Hangul particle)."""
+
+
+def own_words(lang: str | None) -> dict[str, str]:
+    """The learner edition's notices and figure label in ``lang`` (``None``: English)."""
+    return ENGLISH if lang is None else translations.ui_words(lang, "learner")
+
+
 BIB_ENTRY = re.compile(r"@\w+\{(?P<key>[^,\s]+),(?P<body>.*?)\n\}", re.DOTALL)
 
 
@@ -92,7 +112,7 @@ def term_anchor(term: str, terms: dict[str, str]) -> str:
     return "term-" + re.sub(r"[^A-Za-z0-9]+", "-", terms[term.lower()]).strip("-")
 
 
-def figure_numbers(notebooks: list[Path]) -> dict[str, tuple[str, str]]:
+def figure_numbers(notebooks: list[Path], label: str = "Fig.") -> dict[str, tuple[str, str]]:
     """figure name -> (its number as the book prints it, the chapter's file stem), for the chapters ``notebooks``:
     ``"fig-5-induction-head"`` -> ``("Fig. 5.3", "05_induction_heads")``. The book numbers every captioned figure
     (a code cell with a ``mystnb.figure`` caption that is not removed from the page) chapter by chapter, the chapter's
@@ -109,7 +129,7 @@ def figure_numbers(notebooks: list[Path]) -> dict[str, tuple[str, str]]:
                 continue
             shown += 1
             if figure.get("name"):
-                numbers[figure["name"]] = (f"Fig. {chapter}.{shown}", path.stem)
+                numbers[figure["name"]] = (f"{label} {chapter}.{shown}", path.stem)
     return numbers
 
 
@@ -148,12 +168,12 @@ def roles_to_links(
     return NUMREF.sub(figure, CITE.sub(cite, TERM.sub(term, markdown)))
 
 
-def key_results_to_quote(markdown: str, page: str) -> str:
-    """The "Key results" admonition (class ``key-results``) -> a Markdown quotation, its glued numbers ``?`` and a
-    line saying where the numbers are (the chapter's book ``page``)."""
+def key_results_to_quote(markdown: str, page: str, words: dict[str, str] = ENGLISH) -> str:
+    """The "Key results" admonition (class ``key-results``) -> a Markdown quotation, its glued numbers ``?`` (the
+    ``words``' "unknown") and a line saying where the numbers are ("key_results_note", with the chapter's ``page``)."""
 
     def quote(m: re.Match[str]) -> str:
-        body = GLUE.sub("**?**", m["body"].strip()) + "\n\n" + KEY_RESULTS_NOTE.format(page=page)
+        body = GLUE.sub(words["unknown"], m["body"].strip()) + "\n\n" + words["key_results_note"].format(page=page)
         return "\n".join(f"> {line}".rstrip() for line in [f"**{m['title']}**", "", *body.splitlines()])
 
     return KEY_RESULTS.sub(quote, markdown)
@@ -173,14 +193,17 @@ def learner_notebook(
     book: str = "",
     terms: dict[str, str] | None = None,
     figures: dict[str, tuple[str, str]] | None = None,
+    lang: str | None = None,
 ) -> dict:
     """The learner edition of chapter ``name`` (its file stem; see the module docstring); ``names`` from
     :func:`bib_names`, ``book`` the published book's address, ``terms`` from :func:`glossary_terms`, ``figures`` from
-    :func:`figure_numbers` (defaults: the book's own)."""
+    :func:`figure_numbers` (defaults: the book's own); ``lang``: ``nb`` is in that language (its links go to the
+    book's pages in it, ``book``/LANG, and the edition's notices are in it), ``None``: English."""
+    words = own_words(lang)
     names = bib_names((ROOT / "references.bib").read_text()) if names is None else names
-    book = book or pages_url()
+    book = (book or pages_url()) + (f"/{lang}" if lang else "")
     terms = glossary_terms((ROOT / "chapters" / "glossary.md").read_text()) if terms is None else terms
-    figures = figure_numbers(chapters()) if figures is None else figures
+    figures = figure_numbers(chapters(), words["figure"]) if figures is None else figures
     page = f"{book}/chapters/{name}.html"
     cells = []
     for cell in nb["cells"]:
@@ -195,13 +218,12 @@ def learner_notebook(
             else:
                 cell.get("metadata", {}).pop("tags", None)
         elif cell["cell_type"] == "markdown":
-            markdown = key_results_to_quote(dropdowns_to_details(text(cell)), page)
+            markdown = key_results_to_quote(dropdowns_to_details(text(cell)), page, words)
             cell["source"] = roles_to_links(markdown, names, book, terms, figures)
         cells.append(cell)
     title = re.sub(r"^#\s*", "", text(nb["cells"][0]).splitlines()[0]).strip()
-    words = {"title": title, "page": page}
     has_exercises = any("exercise-stub" in tags(c) for c in cells)
-    notice = (EXERCISES if has_exercises else NO_EXERCISES).format(**words)
+    notice = words["exercises" if has_exercises else "no_exercises"].format(title=title, page=page)
     cells.insert(1, {"cell_type": "markdown", "metadata": {}, "source": notice})
     out = dict(nb, cells=cells)
     if "nbformat_minor" in out and out["nbformat_minor"] >= 5:
@@ -215,18 +237,29 @@ def chapters() -> list[Path]:
     return sorted((ROOT / "chapters").glob("*.ipynb"))
 
 
-def rendered(path: Path) -> str:
-    """The learner edition of the chapter at ``path``, as the file ``make learner`` writes."""
-    return json.dumps(learner_notebook(json.loads(path.read_text()), path.stem), indent=1, ensure_ascii=False) + "\n"
+def rendered(path: Path, lang: str | None = None) -> str:
+    """The learner edition of the chapter at ``path`` (in ``lang``: its translation), as ``make learner`` writes it."""
+    nb = json.loads(path.read_text())
+    if lang is not None:
+        nb = translations.translated_notebook(nb, translations.load(path, lang), translations.labels(lang))
+    return json.dumps(learner_notebook(nb, path.stem, lang=lang), indent=1, ensure_ascii=False) + "\n"
+
+
+def translated_chapters(lang: str) -> list[Path]:
+    """The chapters whose translation into ``lang`` is complete and up to date."""
+    return [p for p in chapters() if translations.load(p, lang) and not translations.problems(p, lang)]
 
 
 def main(out_dir: Path) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write the learner edition into ``out_dir`` and, for each language, ``out_dir/LANG``; returns the files."""
     written = []
-    for path in chapters():
-        target = out_dir / path.name
-        target.write_text(rendered(path))
-        written.append(target)
+    for lang in [None, *translations.languages()]:
+        folder = out_dir / lang if lang else out_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in translated_chapters(lang) if lang else chapters():
+            target = folder / path.name
+            target.write_text(rendered(path, lang))
+            written.append(target)
     return written
 
 

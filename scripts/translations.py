@@ -185,6 +185,17 @@ def problems(page: Path, lang: str, translated: dict[str, dict] | None = None) -
     return lines
 
 
+def languages() -> list[str]:
+    """The languages with a folder in ``translations/`` ("ko")."""
+    return sorted(p.name for p in TRANSLATIONS.iterdir() if p.is_dir())
+
+
+def ui_words(lang: str, part: str) -> dict[str, str]:
+    """The words the build writes around the text in ``lang``: ``part`` of ``translations/LANG/labels.json``
+    ("learner": the learner edition's notices; "colab": the Colab bar)."""
+    return json.loads((TRANSLATIONS / lang / "labels.json").read_text())[part]
+
+
 def labels(lang: str) -> dict[str, str]:
     """The language's button labels of folded cells: English pattern -> translation (``{n}`` a number)."""
     return json.loads((TRANSLATIONS / lang / "labels.json").read_text())["labels"]

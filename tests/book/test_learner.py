@@ -17,8 +17,20 @@ from bookfiles import ROOT, code_cells, load, notebooks, source, tags
 sys.path.insert(0, str(ROOT / "scripts"))
 import make_learner  # noqa: E402
 
+import translations  # noqa: E402
+
 NOTEBOOKS = notebooks()
 IDS = [p.name for p in NOTEBOOKS]
+EDITIONS = [(p, None) for p in NOTEBOOKS] + [
+    (p, lang) for lang in translations.languages() for p in make_learner.translated_chapters(lang)
+]
+"""(chapter, language) of every learner notebook: the English edition of every chapter, ``learner/LANG/`` of every
+chapter whose translation is complete."""
+EDITION_IDS = [f"{lang}/{p.name}" if lang else p.name for p, lang in EDITIONS]
+
+
+def learner_path(path, lang):
+    return ROOT / "learner" / (lang or "") / path.name
 
 
 def defined_names(code: str) -> set[str]:
@@ -35,22 +47,27 @@ def significant_lines(code: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def edition():
-    """The committed learner edition (``test_the_committed_edition_is_up_to_date`` ties it to the chapters)."""
-    return {p.name: load(ROOT / "learner" / p.name) for p in NOTEBOOKS}
+    """The committed learner editions, by (language, file name) (``test_the_committed_edition_is_up_to_date`` ties
+    them to the chapters)."""
+    return {(lang, p.name): load(learner_path(p, lang)) for p, lang in EDITIONS}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_the_committed_edition_is_up_to_date(path):
+@pytest.mark.parametrize(("path", "lang"), EDITIONS, ids=EDITION_IDS)
+def test_the_committed_edition_is_up_to_date(path, lang):
     """Colab opens ``learner/`` from GitHub: it must be what ``make learner`` writes from the chapters now."""
-    committed = ROOT / "learner" / path.name
-    assert committed.exists(), f"learner/{path.name} is missing: run `make learner` and commit learner/"
-    assert committed.read_text() == make_learner.rendered(path), (
-        f"learner/{path.name} is out of date with chapters/{path.name}: run `make learner` and commit learner/"
+    committed = learner_path(path, lang)
+    where = committed.relative_to(ROOT)
+    assert committed.exists(), f"{where} is missing: run `make learner` and commit learner/"
+    assert committed.read_text() == make_learner.rendered(path, lang), (
+        f"{where} is out of date with chapters/{path.name} (or its translation): run `make learner`, commit learner/"
     )
 
 
 def test_no_learner_notebook_without_its_chapter():
     assert sorted(p.name for p in (ROOT / "learner").glob("*.ipynb")) == IDS
+    for lang in translations.languages():
+        written = sorted(p.name for p in (ROOT / "learner" / lang).glob("*.ipynb"))
+        assert written == [p.name for p in make_learner.translated_chapters(lang)], f"learner/{lang}"
 
 
 MYST = re.compile(
@@ -58,23 +75,23 @@ MYST = re.compile(
 )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_no_myst_construct_is_left(path, edition):
+@pytest.mark.parametrize(("path", "lang"), EDITIONS, ids=EDITION_IDS)
+def test_no_myst_construct_is_left(path, lang, edition):
     """Jupyter and Colab show MyST roles, directives and targets as raw text."""
     left = [
         m.group(0)
-        for c in edition[path.name]["cells"]
+        for c in edition[lang, path.name]["cells"]
         for m in MYST.finditer(source(c))
         if c["cell_type"] == "markdown"
     ]
-    assert not left, f"learner/{path.name} still has MyST: {left[:5]}"
+    assert not left, f"{learner_path(path, lang)} still has MyST: {left[:5]}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_no_cell_redefines_a_learner_s_function(path, edition):
+@pytest.mark.parametrize(("path", "lang"), EDITIONS, ids=EDITION_IDS)
+def test_no_cell_redefines_a_learner_s_function(path, lang, edition):
     """A stub's names are defined there only: no later cell may replace the learner's function with another
     definition (rebinding it through ``framework.passing_or_reference`` keeps the learner's when it passes)."""
-    cells = code_cells(edition[path.name])
+    cells = code_cells(edition[lang, path.name])
     stubs = [defined_names(source(c)) for c in cells if "exercise-stub" in tags(c)]
     for names in stubs:
         for name in names:
@@ -82,15 +99,17 @@ def test_no_cell_redefines_a_learner_s_function(path, edition):
             assert len(where) == 1, f"learner/{path.name}: {name} is defined in {len(where)} code cells"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_the_first_cell_after_the_title_says_what_the_edition_is(path, edition):
-    notice = source(edition[path.name]["cells"][1])
-    assert notice.startswith("> **Learner edition") and f"/chapters/{path.stem}.html)" in notice
+@pytest.mark.parametrize(("path", "lang"), EDITIONS, ids=EDITION_IDS)
+def test_the_first_cell_after_the_title_says_what_the_edition_is(path, lang, edition):
+    notice = source(edition[lang, path.name]["cells"][1])
+    words = make_learner.own_words(lang)
+    assert notice.startswith((words["exercises"][:12], words["no_exercises"][:12]))
+    assert f"{'/' + lang if lang else ''}/chapters/{path.stem}.html)" in notice
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_no_solution_survives(path, edition):
-    nb, st = load(path), edition[path.name]
+@pytest.mark.parametrize(("path", "lang"), EDITIONS, ids=EDITION_IDS)
+def test_no_solution_survives(path, lang, edition):
+    nb, st = load(path), edition[lang, path.name]
     assert not [c for c in st["cells"] if "solution" in tags(c)]
     edition_code = "\n".join(source(c) for c in code_cells(st))
     for cell in code_cells(nb):
@@ -103,8 +122,8 @@ def test_no_solution_survives(path, edition):
             assert not leaked, f"{path.name}: solution lines left in the learner notebook: {leaked[:3]}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_stubs_pair_with_solutions(path, edition):
+@pytest.mark.parametrize(("path", "lang"), EDITIONS, ids=EDITION_IDS)
+def test_stubs_pair_with_solutions(path, lang, edition):
     nb = load(path)
     cells = code_cells(nb)
     stubs = [i for i, c in enumerate(cells) if "exercise-stub" in tags(c)]
@@ -123,14 +142,14 @@ def test_stubs_pair_with_solutions(path, edition):
         )
     # Learner notebook with each stub replaced by its solution == the code the chapter runs.
     solution_of = {source(cells[s]): source(cells[sol]) for s, sol in zip(stubs, solutions)}
-    solved = [solution_of.get(source(c), source(c)) for c in code_cells(edition[path.name])]
+    solved = [solution_of.get(source(c), source(c)) for c in code_cells(edition[lang, path.name])]
     chapter = [source(c) for c in cells if "exercise-stub" not in tags(c)]
     assert solved == chapter
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_learner_notebook_is_clean(path, edition):
-    st = edition[path.name]
+@pytest.mark.parametrize(("path", "lang"), EDITIONS, ids=EDITION_IDS)
+def test_learner_notebook_is_clean(path, lang, edition):
+    st = edition[lang, path.name]
     for cell in code_cells(st):
         assert not cell["outputs"] and cell["execution_count"] is None
         assert not set(tags(cell)) & make_learner.SKIP_TAGS
@@ -140,13 +159,13 @@ def test_learner_notebook_is_clean(path, edition):
             assert "{term}" not in source(cell) and "{cite" not in source(cell), "MyST roles show raw in Jupyter"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_learner_notebook_links_no_local_page(path, edition):
+@pytest.mark.parametrize(("path", "lang"), EDITIONS, ids=EDITION_IDS)
+def test_learner_notebook_links_no_local_page(path, lang, edition):
     """The edition holds notebooks only: a link to a local .md/.ipynb page would not open (test_hygiene's pattern)."""
     from test_hygiene import local_page_links
 
-    links = local_page_links(edition[path.name])
-    assert not links, f"learner/{path.name} links local pages: {links}"
+    links = local_page_links(edition[lang, path.name])
+    assert not links, f"{learner_path(path, lang)} links local pages: {links}"
 
 
 def test_dropdowns_become_details():

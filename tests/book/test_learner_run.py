@@ -29,7 +29,7 @@ from lib.exercises.framework import BOOK_VERSION
 
 pytestmark = pytest.mark.learner_run
 
-LEARNER = sorted((ROOT / "learner").glob("*.ipynb"))
+LEARNER = sorted((ROOT / "learner").glob("*.ipynb")) + sorted((ROOT / "learner").glob("*/*.ipynb"))  # learner/ko too
 WITH_EXERCISES = [p for p in LEARNER if '"exercise-stub"' in p.read_text()]
 FALLBACK = "Not solved yet: the cells below use the book's version"
 STUB_BODY = re.compile(r"^(\s+)raise NotImplementedError\s*$", re.M)
@@ -81,7 +81,7 @@ def run_again(nb):
     return [c for c in nb.cells if "run-again" in tags(c)]
 
 
-@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: str(p.relative_to(ROOT / "learner")))
 def test_run_all_with_every_stub_untouched_then_wrong(path):
     nb = run(with_wrong_answers(load(path)))
     for stub, check in check_cells(nb):
