@@ -181,7 +181,24 @@ def onset(run: Mapping[str, Any], member: Member) -> Onset:
     step = dynamics.phase_change_step(steps, repeated)
     if step is None:
         return Onset(None, None, None)
-    return Onset(step, dynamics.phase_change_window(steps, repeated), step * member.tokens_per_step)
+    tokens = onset_tokens(steps, repeated, member.batch_size, member.seq_len)
+    return Onset(step, dynamics.phase_change_window(steps, repeated), tokens)
+
+
+def onset_tokens(
+    steps: Sequence[int], repeated_loss: Sequence[float] | torch.Tensor, batch_size: int, seq_len: int
+) -> int | None:
+    """Training tokens seen by the phase-change step (:func:`lib.induction.dynamics.phase_change_step`):
+    ``step * batch_size * seq_len``; ``None`` if the loss on repeated tokens never falls below 1 nat.
+
+    Args:
+        steps: ``(K,)`` checkpoint steps. repeated_loss: ``(K,)`` the loss on repeated tokens there.
+        batch_size, seq_len: B sequences of C tokens a step.
+    """
+    validate.positive_int("batch_size", batch_size)
+    validate.positive_int("seq_len", seq_len)
+    step = dynamics.phase_change_step(steps, repeated_loss)
+    return None if step is None else step * batch_size * seq_len
 
 
 def aoyama_tokens(batch_size: int, seq_len: int) -> float:

@@ -450,6 +450,7 @@ CALLS: dict[str, Call] = {
     "lib.induction.sizes:checkpoint_scores": lambda d: sizes.checkpoint_scores(
         model(d), sequences.eval_sets(TINY, d, n=8), TINY.seq_len
     ),
+    "lib.induction.sizes:onset_tokens": lambda d: sizes.onset_tokens([0, 10, 20], draw(3).to(d) * 4, 8, 49),
     "lib.induction.sizes:train_member": lambda d: {
         k: v
         for k, v in sizes.train_member(sizes.Member(d_model=16, batch_size=2, steps=2), 0, every=1, device=d).items()

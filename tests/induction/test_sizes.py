@@ -70,6 +70,14 @@ def test_onset_dates_the_phase_change_in_steps_and_tokens() -> None:
     assert sizes.onset(flat, member) == sizes.Onset(None, None, None)
 
 
+def test_onset_tokens_counts_b_times_c_tokens_a_step() -> None:
+    steps, loss = [0, 50, 100], torch.tensor([4.0, 0.9, 0.1])
+    assert sizes.onset_tokens(steps, loss, 8, 49) == 50 * 8 * 49
+    assert sizes.onset_tokens(steps, loss + 1, 8, 49) is None
+    with pytest.raises(ValueError, match="seq_len"):
+        sizes.onset_tokens(steps, loss, 8, 0)
+
+
 def test_aoyama_tokens_is_the_papers_law() -> None:
     # the example: batch 8 x context 128 predicts about 16 M tokens
     assert sizes.aoyama_tokens(8, 128) == pytest.approx(16.0e6, rel=0.01)
