@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from lib.core import validate
+from lib.core import shipped, validate
 from lib.core.device import check_device
 from lib.induction import dynamics, models, scores
 from lib.induction.sequences import EvalSets, InductionConfig, eval_sets
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 
 D_HEAD = 16
 """Every member's head width: adding heads widens the model."""
+
+SHIPPED = shipped.DATA / "size_family.json"
+"""The family's runs, as ``bench/size_family.py`` writes them."""
 
 AOYAMA_T = 10**5.7
 """Aoyama et al.'s fitted constant: induction heads form after about ``AOYAMA_T * sqrt(B * C)`` training tokens."""
@@ -226,3 +230,37 @@ def spread(values: Sequence[float]) -> float:
     if len(values) == 0 or min(values) <= 0:
         raise ValueError(f"need at least one value, all positive, got {list(values)!r}")
     return max(values) / min(values)
+
+
+@dataclass(frozen=True)
+class Family:
+    """The shipped runs of ``bench/size_family.py``.
+
+    Attributes:
+        members: name (e.g. ``"2L d128"``) -> :class:`Member`.
+        runs: name -> the member's runs (:func:`train_member`'s output), in seed order.
+        seeds: the seeds of each member's runs.
+        every: steps between checkpoints.
+    """
+
+    members: dict[str, Member]
+    runs: dict[str, list[dict[str, Any]]]
+    seeds: dict[str, list[int]]
+    every: int
+
+
+def load_family(path: str | Path = SHIPPED) -> Family:
+    """The family that ``bench/size_family.py`` wrote to ``path`` (runs it has not reached are left out)."""
+    data = shipped.load_results(
+        path, ("members", "runs", "every"), what="model-family runs", made_by="bench/size_family.py"
+    )
+    members = {name: Member(**fields) for name, fields in data["members"].items()}
+    runs: dict[str, list[dict[str, Any]]] = {}
+    seeds: dict[str, list[int]] = {}
+    for key in sorted(data["runs"], key=lambda k: int(k.rsplit(" ", 1)[1])):
+        name, seed = key.rsplit(" seed ", 1)
+        if name not in members:
+            raise ValueError(f"{path}: run {key!r} of no listed member")
+        runs.setdefault(name, []).append(data["runs"][key])
+        seeds.setdefault(name, []).append(int(seed))
+    return Family({n: m for n, m in members.items() if n in runs}, runs, seeds, int(data["every"]))

@@ -104,3 +104,25 @@ def test_spread_is_max_over_min() -> None:
     assert sizes.spread(torch.tensor([3.0]).tolist()) == 1.0
     with pytest.raises(ValueError, match="positive"):
         sizes.spread([0, 1])
+
+
+def test_load_family_groups_runs_by_member_in_seed_order(tmp_path) -> None:
+    import json
+
+    run = {"steps": [0, 10], "repeated loss": [4.0, 0.5]}
+    data = {
+        "members": {"2L d64": {"n_layers": 2, "d_model": 64, "batch_size": 32, "seq_len": 49, "steps": 10}},
+        "runs": {"2L d64 seed 1": {**run, "seed": 1}, "2L d64 seed 0": {**run, "seed": 0}},
+        "every": 10,
+    }
+    path = tmp_path / "family.json"
+    path.write_text(json.dumps(data))
+    family = sizes.load_family(path)
+    assert family.members == {"2L d64": sizes.Member(steps=10)}
+    assert family.seeds == {"2L d64": [0, 1]} and [r["seed"] for r in family.runs["2L d64"]] == [0, 1]
+    data["runs"]["3L d64 seed 0"] = run
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="no listed member"):
+        sizes.load_family(path)
+    with pytest.raises(ValueError, match="bench/size_family.py"):
+        sizes.load_family(tmp_path / "missing.json")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from lib.show._common import Array, finish_axis, legend_below, new_figure, to_numpy
 
@@ -42,7 +42,7 @@ def family_curves(
         raise ValueError(f"need one y label per panel: {len(panels)} panels, {len(ylabels)} labels")
     if len(groups[0]) > len(COLOURS):
         raise ValueError(f"at most {len(COLOURS)} groups, got {len(groups[0])}")
-    fig, axes = new_figure(len(panels), 1, width=3.6, height=3.8)
+    fig, axes = new_figure(len(panels), 1, width=3.6, height=5.4)
     for ax, (name, by_group), ylabel in zip(axes[0], panels.items(), ylabels):
         for (label, runs), colour in zip(by_group.items(), COLOURS):
             for i, (steps, values) in enumerate(runs):
@@ -64,7 +64,7 @@ def onsets_against(
     title: str = "",
 ) -> Figure:
     """Phase-change onsets against a property of the run (parameters, B x C), on log-log axes: one panel per
-    comparison, one colour per group of runs, one point per run, and a line through each group's median.
+    comparison, one colour per group of runs, one point per run.
 
     Args:
         panels: panel title -> group label -> ``(x (n,), onset (n,))`` of the group's runs (positive values).
@@ -90,18 +90,26 @@ def onsets_against(
             ax.plot(to_numpy(x), to_numpy(y), color="black", lw=1.0, ls="--", label=label)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            axis.set_major_formatter(FuncFormatter(_compact))
+            axis.set_minor_formatter(NullFormatter())
         finish_axis(ax, xlabel=xlabel, ylabel=ylabel, title=name, title_size=10)
     return legend_below(fig, axes, title)
 
 
 def _draw_onsets(ax: Axes, groups: Mapping[str, tuple[Array, Array]], colour_of: Mapping[str, str]) -> None:
-    """Each group's points and their medians, joined in the order of the groups."""
-    medians = []
+    """Each group's points."""
     for label, (x, y) in groups.items():
         xs, ys = to_numpy(x).astype(float), to_numpy(y).astype(float)
         if xs.shape != ys.shape or xs.size == 0 or min(xs.min(), ys.min()) <= 0:
             raise ValueError(f"{label}: need matching, non-empty, positive x and onsets, got {xs!r} and {ys!r}")
         ax.scatter(xs, ys, color=colour_of[label], s=22, alpha=0.8, label=label, zorder=3)
-        medians.append((float(np.median(xs)), float(np.median(ys))))
-    mx, my = zip(*sorted(medians))
-    ax.plot(mx, my, color="gray", lw=0.8, zorder=2)
+
+
+def _compact(value: float, _position: object = None) -> str:
+    """A log axis' tick label: 300, 2k, 50k, 1M, 20M."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
