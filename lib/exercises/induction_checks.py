@@ -513,3 +513,17 @@ def check_share_interval(learner: Callable[..., tuple[float, float]]) -> None:
         (*windows(400, -0.3, -0.2, 0.3), 0.8, 4000, 3),  # beyond 1: the ablation reverses the sign
     ]
     compare("share_interval", learner, share_interval, cases, atol=0.02, rtol=0.0)
+
+
+def check_onset_tokens(learner: Callable[[Sequence[int], torch.Tensor, int, int], int | None]) -> None:
+    """Chapter 10: ``onset_tokens(steps, repeated_loss (K,), batch_size, seq_len) -> tokens or None``."""
+    from lib.induction.sizes import onset_tokens
+
+    cases = [
+        ([0, 20, 40, 60], torch.tensor([4.1, 3.8, 0.6, 0.1]), 32, 49),  # a phase change at step 40
+        ([0, 20, 40, 60], torch.tensor([4.1, 3.8, 0.6, 0.1]), 8, 97),  # the same curve, another B and C
+        ([0, 10, 20, 30], torch.tensor([4.1, 1.0, 0.99, 0.5]), 16, 49),  # exactly 1 nat is not below it
+        ([0, 10, 20, 30], torch.tensor([4.1, 0.8, 1.5, 0.5]), 16, 49),  # the first crossing counts
+        ([0, 10, 20], torch.tensor([4.1, 3.0, 2.9]), 32, 49),  # the one-layer control: none
+    ]
+    compare("onset_tokens", learner, onset_tokens, cases)

@@ -23,7 +23,7 @@ import lib
 from lib.core import device as lib_device
 from lib.core import heads, train, validate
 from lib.core.train import TrainConfig
-from lib.induction import ablation, circuits, dynamics, handbuilt, mixed, models, scores, sequences, smear
+from lib.induction import ablation, circuits, dynamics, handbuilt, mixed, models, scores, sequences, sizes, smear
 from lib.induction.natural import corpus, edits, probes, recipes, runs, slim
 from lib.ocr import lm, onelayer, prior, proximal, ranking, sentences, split, symbolic, theorem, theory, training
 from tests.core.fake_device import DeviceMixError, PretendTensor, draw, on_device, pretend_accelerator, real
@@ -446,6 +446,16 @@ CALLS: dict[str, Call] = {
     "lib.induction.sequences:fixed_offset_share": lambda d: sequences.fixed_offset_share(*period_mask(d)),
     "lib.induction.sequences:best_offset_mix": lambda d: sequences.best_offset_mix(*period_mask(d), steps=5),
     "lib.induction.sequences:eval_sets": lambda d: sequences.eval_sets(TINY, d, n=8),
+    # lib.induction.sizes
+    "lib.induction.sizes:checkpoint_scores": lambda d: sizes.checkpoint_scores(
+        model(d), sequences.eval_sets(TINY, d, n=8), TINY.seq_len
+    ),
+    "lib.induction.sizes:onset_tokens": lambda d: sizes.onset_tokens([0, 10, 20], draw(3).to(d) * 4, 8, 49),
+    "lib.induction.sizes:train_member": lambda d: {
+        k: v
+        for k, v in sizes.train_member(sizes.Member(d_model=16, batch_size=2, steps=2), 0, every=1, device=d).items()
+        if k != "seconds"
+    },
     # lib.induction.smear
     "lib.induction.smear:smear_keys": lambda d: smear.smear_keys(draw(2, 6, 3, 4).to(d), draw(3).sigmoid().to(d)),
     "lib.induction.smear:SmearedKeys.__init__": lambda d: smear.SmearedKeys(draw(2, 3).to(d)).alpha,

@@ -18,7 +18,7 @@ import torch
 from lib.core.tokens import BOS
 from lib.exercises import framework, induction_checks, ocr_checks
 from lib.exercises.framework import CheckFailed, compare, difference, same
-from lib.induction import ablation, circuits, dynamics, handbuilt, scores, sequences, smear
+from lib.induction import ablation, circuits, dynamics, handbuilt, scores, sequences, sizes, smear
 from lib.induction.natural import probes
 from lib.ocr import lm, onelayer, ranking, relations, sentences, split, symbolic, theorem, theory, training
 
@@ -647,6 +647,20 @@ def stub(*args):
     raise NotImplementedError
 
 
+def onset_tokens_at_or_below(steps, repeated_loss, batch_size, seq_len):  # <= 1 nat, not < 1 nat
+    step = next((s for s, x in zip(steps, repeated_loss) if x <= 1.0), None)
+    return None if step is None else step * batch_size * seq_len
+
+
+def onset_tokens_in_steps(steps, repeated_loss, batch_size, seq_len):  # the step, not the tokens
+    return dynamics.phase_change_step(steps, repeated_loss)
+
+
+def onset_tokens_of_the_last_crossing(steps, repeated_loss, batch_size, seq_len):  # where it stays below
+    below = [s for s, x in zip(steps, repeated_loss) if x < 1.0]
+    return None if not below else dynamics.stays_above_step(steps, -repeated_loss, -1.0) * batch_size * seq_len
+
+
 ROWS = [
     Row(
         ocr_checks.check_shifted_map,
@@ -882,6 +896,15 @@ ROWS = [
         induction_checks.check_share_interval,
         probes.share_interval,
         (Wrong(share_interval_unpaired), Wrong(share_interval_not_resampled)),
+    ),
+    Row(
+        induction_checks.check_onset_tokens,
+        sizes.onset_tokens,
+        (
+            Wrong(onset_tokens_at_or_below),
+            Wrong(onset_tokens_in_steps),
+            Wrong(onset_tokens_of_the_last_crossing),
+        ),
     ),
 ]
 

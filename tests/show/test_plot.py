@@ -1168,3 +1168,72 @@ def test_path_cut_grid_puts_sources_in_rows_in_percent() -> None:
     plt.close(fig)
     with pytest.raises(ValueError, match="shape"):
         plot.path_cut_grid(shares, ["L0H0"], ["L1H0", "L1H1", "L1H2"])
+
+
+# --- across model sizes (chapter 10): appended cases, run through the same checks
+STEPS10 = [0, 20, 40, 60]
+SIZES_CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
+    (
+        "family_curves",
+        "two panels, three sizes, three seeds",
+        (
+            {
+                panel: {f"2L d{w}": [(STEPS10, rand(4, low=0.1, high=4.0)) for _ in range(3)] for w in (64, 128, 256)}
+                for panel in ("loss on repeated tokens", "best layer-1 prefix matching")
+            },
+        ),
+        {"ylabels": ["nats", "score"], "levels": {"loss on repeated tokens": 1.0}, "title": "tiny"},
+    ),
+    (
+        "onsets_against",
+        "steps against parameters, tokens against B x C with a law",
+        (
+            {
+                "by size": {"2L d64": ([4.5e4] * 3, [340, 360, 380]), "2L d128": ([1.5e5] * 3, [300, 320, 330])},
+                "by batch": {"B8": ([392] * 3, [2e5, 2.2e5, 2.1e5]), "B32": ([1568] * 3, [5e5, 5.5e5, 6e5])},
+            },
+        ),
+        {
+            "xlabels": ["parameters", "B x C"],
+            "ylabels": ["onset step", "onset tokens"],
+            "references": {"by batch": ([392, 1568], [1e7, 2e7], "Aoyama et al.")},
+        },
+    ),
+]
+CASES += SIZES_CASES
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs"),
+    [pytest.param(name, args, kwargs, id=f"{name}-{case}") for name, case, args, kwargs in SIZES_CASES],
+)
+def test_sizes_figure(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    test_figure(name, args, kwargs)
+    test_readable_in_the_page_column(name, args, kwargs)
+
+
+def test_family_curves_draws_one_line_per_run_one_colour_per_group() -> None:
+    runs = {"a": [(STEPS10, [4, 3, 1, 0.5])] * 2, "b": [(STEPS10, [4, 4, 4, 4])] * 3}
+    fig = plot.family_curves({"loss": runs}, ylabels=["nats"], levels={"loss": 1.0})
+    (ax,) = data_axes(fig)
+    curves = [line for line in ax.get_lines() if len(line.get_xdata()) == 4]
+    assert len(curves) == 5
+    assert {line.get_color() for line in curves[:2]} == {"tab:red"} and curves[2].get_color() == "tab:blue"
+    assert {t.get_text() for t in fig.legends[0].get_texts()} == {"a", "b"}
+    plt.close(fig)
+    with pytest.raises(ValueError, match="same, non-empty groups"):
+        plot.family_curves({"loss": runs, "score": {"a": runs["a"]}}, ylabels=["nats", "score"])
+    with pytest.raises(ValueError, match="one y label per panel"):
+        plot.family_curves({"loss": runs}, ylabels=[])
+
+
+def test_onsets_against_is_log_log_one_point_per_run() -> None:
+    fig = plot.onsets_against({"p": {"a": ([1, 1], [10, 30]), "b": ([4, 4], [20, 40])}}, xlabels=["x"], ylabels=["y"])
+    (ax,) = data_axes(fig)
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    np.testing.assert_allclose(np.concatenate([c.get_offsets()[:, 1] for c in ax.collections]), [10, 30, 20, 40])
+    assert [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()] == []
+    plt.close(fig)
+    with pytest.raises(ValueError, match="positive"):
+        plot.onsets_against({"p": {"a": ([1], [0])}}, xlabels=["x"], ylabels=["y"])

@@ -11,6 +11,7 @@ Chapters call them through this package, e.g. ``from lib.show import plot; plot.
 - :mod:`lib.show.plot.smear`: smeared keys (chapter 6).
 - :mod:`lib.show.plot.ablation`: ablation (chapter 7).
 - :mod:`lib.show.plot.natural`: natural text (chapter 8).
+- :mod:`lib.show.plot.sizes`: the model family across sizes and batches (chapter 10).
 - :mod:`lib.show.plot.performance`: the Performance page's figures (drawn by ``bench/run_all.py``).
 - :mod:`lib.show.plot.diagrams`: schematics of the mechanisms (chapters 2, 5 and 7), drawn in code.
 - :mod:`lib.show._common`: the helpers they share (conversion to NumPy, axes set-up, labels, layout).
@@ -66,6 +67,7 @@ from lib.show.plot.ocr import (
     ocr_training_draw,
 )
 from lib.show.plot.performance import chapter_times, time_to_phase_change
+from lib.show.plot.sizes import family_curves, onsets_against
 from lib.show.plot.smear import (
     arm_icl_by_kind,
     arm_loss_curves,
@@ -130,6 +132,9 @@ __all__ = [
     "scores_by_checkpoint",
     "bars_by_group",
     "curves_against",
+    # across model sizes (chapter 10)
+    "family_curves",
+    "onsets_against",
     # diagrams (chapters 2, 5 and 7)
     "output_value_map_diagram",
     "induction_circuit_diagram",

@@ -1,0 +1,115 @@
+"""Figures of the model family (chapter 10): curves of many runs over training, and onsets against size and batch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from lib.show._common import Array, finish_axis, legend_below, new_figure, to_numpy
+
+COLOURS = ("tab:red", "tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:olive", "tab:cyan")
+
+Run = tuple[Array, Array]
+"""``(steps (K,), values (K,))``: one run's curve."""
+
+
+def family_curves(
+    panels: Mapping[str, Mapping[str, Sequence[Run]]],
+    *,
+    ylabels: Sequence[str],
+    levels: Mapping[str, float] | None = None,
+    title: str = "",
+) -> Figure:
+    """Curves of many runs over training: one panel per quantity, one colour per group (e.g. a model size), one
+    line per run (seed) of the group.
+
+    Args:
+        panels: panel title -> group label -> the group's runs ``[(steps, values), ...]``; every panel has the
+            same groups.
+        ylabels: one per panel.
+        levels: panel title -> a level to draw as a dashed line (e.g. the 1-nat phase-change level).
+        title: the figure's title.
+
+    One legend for all panels, below them.
+    """
+    groups = [list(groups) for groups in panels.values()]
+    if not panels or any(g != groups[0] for g in groups) or not groups[0]:
+        raise ValueError("panels must be non-empty and have the same, non-empty groups in every panel")
+    if len(ylabels) != len(panels):
+        raise ValueError(f"need one y label per panel: {len(panels)} panels, {len(ylabels)} labels")
+    if len(groups[0]) > len(COLOURS):
+        raise ValueError(f"at most {len(COLOURS)} groups, got {len(groups[0])}")
+    fig, axes = new_figure(len(panels), 1, width=3.6, height=5.4)
+    for ax, (name, by_group), ylabel in zip(axes[0], panels.items(), ylabels):
+        for (label, runs), colour in zip(by_group.items(), COLOURS):
+            for i, (steps, values) in enumerate(runs):
+                ax.plot(
+                    to_numpy(steps), to_numpy(values), color=colour, lw=1.2, alpha=0.8, label=label if i == 0 else None
+                )
+        if levels is not None and name in levels:
+            ax.axhline(levels[name], color="black", lw=0.8, ls="--")
+        finish_axis(ax, xlabel="training step", ylabel=ylabel, title=name, title_size=10)
+    return legend_below(fig, axes, title)
+
+
+def onsets_against(
+    panels: Mapping[str, Mapping[str, tuple[Array, Array]]],
+    *,
+    xlabels: Sequence[str],
+    ylabels: Sequence[str],
+    references: Mapping[str, tuple[Array, Array, str]] | None = None,
+    title: str = "",
+) -> Figure:
+    """Phase-change onsets against a property of the run (parameters, B x C), on log-log axes: one panel per
+    comparison, one colour per group of runs, one point per run.
+
+    Args:
+        panels: panel title -> group label -> ``(x (n,), onset (n,))`` of the group's runs (positive values).
+        xlabels, ylabels: one per panel.
+        references: panel title -> ``(x, y, label)``, a reference curve drawn dashed (e.g. a law's prediction).
+        title: the figure's title.
+
+    One legend for all panels, below them.
+    """
+    if not panels:
+        raise ValueError("need at least one panel")
+    if len(xlabels) != len(panels) or len(ylabels) != len(panels):
+        raise ValueError(f"need one x and one y label per panel: {len(panels)} panels")
+    fig, axes = new_figure(len(panels), 1, width=3.6, height=3.8)
+    labels = list(dict.fromkeys(label for groups in panels.values() for label in groups))
+    if len(labels) > len(COLOURS):
+        raise ValueError(f"at most {len(COLOURS)} groups, got {len(labels)}")
+    colour_of = dict(zip(labels, COLOURS))
+    for ax, (name, groups), xlabel, ylabel in zip(axes[0], panels.items(), xlabels, ylabels):
+        _draw_onsets(ax, groups, colour_of)
+        if references is not None and name in references:
+            x, y, label = references[name]
+            ax.plot(to_numpy(x), to_numpy(y), color="black", lw=1.0, ls="--", label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            axis.set_major_formatter(FuncFormatter(_compact))
+            axis.set_minor_formatter(NullFormatter())
+        finish_axis(ax, xlabel=xlabel, ylabel=ylabel, title=name, title_size=10)
+    return legend_below(fig, axes, title)
+
+
+def _draw_onsets(ax: Axes, groups: Mapping[str, tuple[Array, Array]], colour_of: Mapping[str, str]) -> None:
+    """Each group's points."""
+    for label, (x, y) in groups.items():
+        xs, ys = to_numpy(x).astype(float), to_numpy(y).astype(float)
+        if xs.shape != ys.shape or xs.size == 0 or min(xs.min(), ys.min()) <= 0:
+            raise ValueError(f"{label}: need matching, non-empty, positive x and onsets, got {xs!r} and {ys!r}")
+        ax.scatter(xs, ys, color=colour_of[label], s=22, alpha=0.8, label=label, zorder=3)
+
+
+def _compact(value: float, _position: object = None) -> str:
+    """A log axis' tick label: 300, 2k, 50k, 1M, 20M."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
