@@ -18,7 +18,7 @@ from matplotlib.image import AxesImage
 from matplotlib.text import Text
 
 from lib.core import validate
-from lib.show import text_overlap
+from lib.show import panels, text_overlap
 
 Array: TypeAlias = torch.Tensor | npt.ArrayLike
 """Numbers a figure accepts: a tensor (any device, any float or int dtype), an array or a (nested) list."""
@@ -48,8 +48,9 @@ ICL_SCORE_LABEL = "ICL score (nats; < 0 = learns in context)"
 
 def sharp_notebook_figures() -> None:
     """In a notebook (an IPython kernel), show figures as PNGs of twice their pixels at their own size ("retina"):
-    sharp on high-resolution screens, the same size on the page; and check each for overlapping text as it is shown
-    (:func:`lib.show.text_overlap.report_overlaps`). Does nothing outside a kernel."""
+    sharp on high-resolution screens, the same size on the page; check each for overlapping text as it is shown
+    (:func:`lib.show.text_overlap.report_overlaps`); and record its number of panels in the PNG
+    (:data:`lib.show.panels.PNG_KEY`), for the check of its caption. Does nothing outside a kernel."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -65,7 +66,8 @@ def sharp_notebook_figures() -> None:
 
     def checked_png(fig: Figure, *args, **kwargs):  # type: ignore[no-untyped-def]
         text_overlap.report_overlaps(fig)
-        return draw_png(fig, *args, **kwargs)
+        metadata = {panels.PNG_KEY: str(panels.visible_panels(fig))}
+        return draw_png(fig, *args, metadata=metadata, **kwargs)
 
     formatter.for_type(Figure, checked_png)
 

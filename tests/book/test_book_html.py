@@ -331,6 +331,35 @@ def test_no_figure_has_overlapping_text():
     }
 
 
+def test_a_caption_that_counts_the_panels_counts_those_of_its_figure():
+    """Issue 40: where a caption states how many panels its figure has ("six panels, two rows of three"), the saved
+    PNG has that many (lib.show.panels: the notebook records the count of every figure it shows in its PNG; the
+    docstring there gives the captions' convention: a count of panels is the total)."""
+    from lib.show import panels
+
+    wrong, unrecorded, checked = [], [], 0
+    for page in CHAPTER_PAGES:
+        for img in main_of(page).select("div.cell_output img"):
+            figure, src = img.find_parent("figure"), img["src"]
+            caption = figure.select_one("figcaption") if figure else None
+            if caption is None or not src.endswith(".png"):
+                continue
+            stated = panels.stated_panels(caption.get_text(" ", strip=True))
+            if stated is None:
+                continue
+            shown = panels.saved_panels((page.parent / src).resolve())
+            number = caption.select_one(".caption-number")
+            name = f"{page.name} {number.get_text(strip=True) if number else src}"
+            if shown is None:
+                unrecorded.append(name)
+            elif shown != stated:
+                wrong.append(f"{name}: the caption says {stated} panels, the figure has {shown}")
+            checked += 1
+    assert checked, "no caption states a number of panels: the check checks nothing"
+    assert not unrecorded, f"figures whose PNG records no count of panels (shown without lib.show): {unrecorded}"
+    assert not wrong, wrong
+
+
 @pytest.mark.parametrize("page", [p for p in CHAPTER_PAGES if not p.name.startswith("00_")], ids=lambda p: p.stem)
 def test_the_key_results_open_the_chapter_and_the_chapter_prints_them(page):
     """The box (lib/show/key_results.py) comes before the first code cell; each result shows its computed number
