@@ -21,7 +21,7 @@ from typing import Any
 GLUE_PREFIX = "application/papermill.record/"
 """myst-nb's prefix for a glued output that is not shown where it was recorded."""
 
-NAME = re.compile(r"ch[1-8]-[a-z0-9]+(?:-[a-z0-9]+)*")
+NAME = re.compile(r"ch[1-9][0-9]?-[a-z0-9]+(?:-[a-z0-9]+)*")
 """A record's name: its chapter, then lower-case words joined by ``-`` (``ch5-window``)."""
 
 
@@ -33,7 +33,7 @@ def glue_output(name: str, text: str) -> tuple[dict[str, str], dict[str, Any]]:
     """
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ValueError(
-            f"a key result's name must be 'ch' and its chapter (1-8), then lower-case words joined by '-' "
+            f"a key result's name must be 'ch' and its chapter (1-99), then lower-case words joined by '-' "
             f"(as 'ch5-window'), got {name!r}"
         )
     # as a string literal: the book reads a glued text with ast.literal_eval, which would make "6,000" the tuple

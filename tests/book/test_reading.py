@@ -1,7 +1,7 @@
 """What a reader of a chapter meets, checked on the notebooks: the key results first, long code folded, every open
 exercise discussed where it is asked.
 
-- Every chapter (1-8) opens with a "Key results" box (lib/show/key_results.py) before its first shown code cell: two
+- Every chapter (1 on) opens with a "Key results" box (lib/show/key_results.py) before its first shown code cell: two
   to four results, each with a number the chapter computes (a glue role the chapter records exactly once) and the
   figure that shows it (a numref role).
 - No code cell of more than 40 lines (about a screen at 1280 x 800) is shown unfolded; a folded one says what its
@@ -20,7 +20,7 @@ from bookfiles import ROOT, code_cells, load, notebooks, source, tags
 sys.path.insert(0, str(ROOT / "scripts"))
 import make_learner  # noqa: E402
 
-CHAPTERS = [p for p in notebooks() if re.match(r"0[1-8]_", p.name)]
+CHAPTERS = [p for p in notebooks() if re.match(r"(0[1-9]|1[0-9])_", p.name)]
 IDS = [p.stem for p in CHAPTERS]
 GLUE_NAME = re.compile(r"\{glue:text\}`(?P<name>[^`:]+)(?::[^`]*)?`")
 RECORD = re.compile(r"key_results\.record\(\s*\"(?P<name>[^\"]+)\"")

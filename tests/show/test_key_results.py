@@ -45,7 +45,7 @@ def test_record_displays_in_ipython(monkeypatch):
     assert kw["metadata"]["scrapbook"]["name"] == "ch7-cut"
 
 
-@pytest.mark.parametrize("name", ["window", "ch9-window", "ch5_window", "ch5-Window", "ch5-", "", None])
+@pytest.mark.parametrize("name", ["window", "ch0-window", "ch5_window", "ch5-Window", "ch5-", "", None])
 def test_bad_names_raise(name):
     with pytest.raises(ValueError, match="'ch' and its chapter"):
         key_results.record(name, 1)
