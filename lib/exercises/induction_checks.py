@@ -527,3 +527,26 @@ def check_onset_tokens(learner: Callable[[Sequence[int], torch.Tensor, int, int]
         ([0, 10, 20], torch.tensor([4.1, 3.0, 2.9]), 32, 49),  # the one-layer control: none
     ]
     compare("onset_tokens", learner, onset_tokens, cases)
+
+
+def check_cross_prefix_matching_score(
+    learner: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+) -> None:
+    """Exercise: ``cross_prefix_matching_score(pattern (batch, heads, q, k), tokens (batch, seq), translate (vocab,))
+    -> (heads,)``, on random patterns over two-language sequences with both kinds of repeat (so that a score that
+    also counts queries with an exact earlier occurrence, or the keys of the same token, comes out different)."""
+    from lib.induction import fuzzy
+    from lib.induction.sequences import seeded_generator
+
+    g = torch.Generator().manual_seed(9)
+    cases = []
+    for batch, heads, language, seq in ((2, 1, 3, 9), (3, 2, 5, 13), (6, 3, 8, 25)):
+        config = fuzzy.FuzzyConfig(language=language, seq_len=seq, min_repeat=2, max_repeat=min(language, 4))
+        translated = fuzzy.fuzzy_sequences(batch - 1, seeded_generator(language), config, translated=True)[0]
+        mixed = fuzzy.fuzzy_sequences(1, seeded_generator(seq), config, translated=False)[0]
+        tokens = torch.cat([translated, mixed])
+        scores = torch.randn(batch, heads, seq, seq, generator=g).masked_fill(
+            torch.ones(seq, seq, dtype=torch.bool).triu(1), float("-inf")
+        )
+        cases.append((scores.softmax(-1), tokens, fuzzy.translation(language)))
+    compare("cross_prefix_matching_score", learner, fuzzy.cross_prefix_matching_score, cases)

@@ -33,7 +33,7 @@ def glue_output(name: str, text: str) -> tuple[dict[str, str], dict[str, Any]]:
     """
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ValueError(
-            f"a key result's name must be 'ch' and its chapter number, then lower-case words joined by '-' "
+            f"a key result's name must be 'ch' and its chapter (1-99), then lower-case words joined by '-' "
             f"(as 'ch5-window'), got {name!r}"
         )
     # as a string literal: the book reads a glued text with ast.literal_eval, which would make "6,000" the tuple

@@ -23,7 +23,7 @@ import lib
 from lib.core import device as lib_device
 from lib.core import heads, train, validate
 from lib.core.train import TrainConfig
-from lib.induction import ablation, circuits, dynamics, handbuilt, mixed, models, scores, sequences, sizes, smear
+from lib.induction import ablation, circuits, dynamics, fuzzy, handbuilt, mixed, models, scores, sequences, sizes, smear
 from lib.induction.natural import corpus, edits, probes, recipes, runs, slim
 from lib.ocr import lm, onelayer, prior, proximal, ranking, sentences, split, symbolic, theorem, theory, training
 from tests.core.fake_device import DeviceMixError, PretendTensor, draw, on_device, pretend_accelerator, real
@@ -36,6 +36,7 @@ TINY = sequences.InductionConfig(
     n_layers=2, n_heads=2, d_model=32, d_head=8, vocab=16, seq_len=20, min_repeat=3, max_repeat=6, prefix_segment=4
 )
 MIXED = mixed.MixedConfig(vocab=16, seq_len=25, support=4, min_segment=3, max_segment=5, copies=2)
+FUZZY = fuzzy.FuzzyConfig(language=6, d_model=16, d_head=4, n_heads=2, seq_len=13, min_repeat=2, max_repeat=6)
 NATURAL = runs.NaturalConfig(n_layers=2, n_heads=2, d_model=16, d_head=8, seq_len=64)
 QUIET = TrainConfig(steps=3, lr=1e-2, batch_size=4, checkpoint_steps=(0, 3), progress=False)
 
@@ -47,6 +48,18 @@ def model(d: torch.device) -> Any:
 
 def tokens(d: torch.device, batch: int = 3) -> torch.Tensor:
     return sequences.repeated_sequences(batch, sequences.seeded_generator(0), TINY, d)[0]
+
+
+def fuzzy_model(d: torch.device) -> Any:
+    return models.make_model(FUZZY.induction, seed=0, device=d)
+
+
+def fuzzy_tokens(d: torch.device) -> torch.Tensor:
+    return fuzzy.fuzzy_sequences(4, torch.Generator().manual_seed(1), FUZZY, translated=True, device=d)[0]
+
+
+def fuzzy_translate(d: torch.device) -> torch.Tensor:
+    return fuzzy.translation(FUZZY.language).to(d)
 
 
 def natural_model(d: torch.device) -> Any:
@@ -332,6 +345,30 @@ CALLS: dict[str, Call] = {
     ),
     "lib.induction.mixed:Run.model_at": lambda d: scores.per_token_loss(
         mixed.load_run().model_at(0, d), mixed.eval_batch(device=d, n=2).tokens
+    ),
+    # lib.induction.fuzzy
+    "lib.induction.fuzzy:fuzzy_sequences": lambda d: fuzzy.fuzzy_sequences(
+        4, torch.Generator().manual_seed(0), FUZZY, device=d
+    ),
+    "lib.induction.fuzzy:eval_sets": lambda d: fuzzy.eval_sets(FUZZY, d, n=8),
+    "lib.induction.fuzzy:repeat_masks": lambda d: fuzzy.repeat_masks(fuzzy_tokens(d), fuzzy_translate(d)),
+    "lib.induction.fuzzy:cross_prefix_matching_mask": lambda d: fuzzy.cross_prefix_matching_mask(
+        fuzzy_tokens(d), fuzzy_translate(d)
+    ),
+    "lib.induction.fuzzy:cross_prefix_matching_score": lambda d: fuzzy.cross_prefix_matching_score(
+        scores.attention_patterns(fuzzy_model(d), fuzzy_tokens(d)), fuzzy_tokens(d), fuzzy_translate(d)
+    ),
+    "lib.induction.fuzzy:ov_top_shares": lambda d: fuzzy.ov_top_shares(fuzzy_model(d), (1, 0), fuzzy_translate(d)),
+    "lib.induction.fuzzy:ov_shares": lambda d: fuzzy.ov_shares(fuzzy_model(d), fuzzy_translate(d)),
+    "lib.induction.fuzzy:head_measures": lambda d: fuzzy.head_measures(
+        fuzzy_model(d), fuzzy.eval_sets(FUZZY, d, n=8), fuzzy_translate(d)
+    ),
+    "lib.induction.fuzzy:ablation_effects": lambda d: fuzzy.ablation_effects(
+        fuzzy_model(d), fuzzy.eval_sets(FUZZY, d, n=8)
+    ),
+    "lib.induction.fuzzy:train_model": lambda d: history(fuzzy.train_model(FUZZY, 0, train_config=QUIET, device=d)[1]),
+    "lib.induction.fuzzy:Run.model_at": lambda d: scores.per_token_loss(
+        fuzzy.load_runs()["fuzzy"].model_at(0, d), fuzzy.eval_sets(device=d, n=2).tokens
     ),
     # lib.induction.models
     "lib.induction.models:make_model": model,

@@ -18,7 +18,7 @@ import torch
 from lib.core.tokens import BOS
 from lib.exercises import framework, induction_checks, ocr_checks
 from lib.exercises.framework import CheckFailed, compare, difference, same
-from lib.induction import ablation, circuits, dynamics, handbuilt, scores, sequences, sizes, smear
+from lib.induction import ablation, circuits, dynamics, fuzzy, handbuilt, scores, sequences, sizes, smear
 from lib.induction.natural import probes
 from lib.ocr import lm, onelayer, ranking, relations, sentences, split, symbolic, theorem, theory, training
 
@@ -336,6 +336,23 @@ def prefix_score_of_the_earlier_occurrence(pattern, tokens):  # attends to the r
     seq = tokens.shape[1]
     mask = (tokens[:, None, :] == tokens[:, :, None]) & torch.ones(seq, seq, dtype=torch.bool).tril(-1)
     has = mask.any(-1)
+    return ((pattern * mask[:, None]).sum(-1) * has[:, None]).sum(dim=(0, 2)) / has.sum()
+
+
+def cross_prefix_score_counting_exact_repeats(pattern, tokens, translate):  # also scores queries seen before
+    mask = fuzzy.cross_prefix_matching_mask(tokens, translate)
+    has = mask.any(-1)
+    return ((pattern * mask[:, None]).sum(-1) * has[:, None]).sum(dim=(0, 2)) / has.sum()
+
+
+def cross_prefix_score_of_the_same_token(pattern, tokens, translate):  # chapter 5's score: no translation
+    return scores.prefix_matching_score(pattern, tokens)
+
+
+def cross_prefix_score_of_the_translation_itself(pattern, tokens, translate):  # the match, not the token after it
+    seq = tokens.shape[1]
+    mask = (tokens[:, None, :] == translate[tokens][:, :, None]) & torch.ones(seq, seq, dtype=torch.bool).tril(-1)
+    has = mask.any(-1) & ~scores.prefix_matching_mask(tokens).any(-1)
     return ((pattern * mask[:, None]).sum(-1) * has[:, None]).sum(dim=(0, 2)) / has.sum()
 
 
@@ -904,6 +921,15 @@ ROWS = [
             Wrong(onset_tokens_at_or_below),
             Wrong(onset_tokens_in_steps),
             Wrong(onset_tokens_of_the_last_crossing),
+        ),
+    ),
+    Row(
+        induction_checks.check_cross_prefix_matching_score,
+        fuzzy.cross_prefix_matching_score,
+        (
+            Wrong(cross_prefix_score_counting_exact_repeats),
+            Wrong(cross_prefix_score_of_the_same_token),
+            Wrong(cross_prefix_score_of_the_translation_itself),
         ),
     ),
 ]

@@ -1202,6 +1202,30 @@ SIZES_CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
 ]
 CASES += SIZES_CASES
 
+# Chapter 9 (fuzzy induction): appended, run through the same checks as CIRCUIT_CASES.
+HEAD_MEASURES = ("prefix matching", "cross prefix matching", "ov copy", "ov translation")
+FUZZY_CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
+    (
+        "fuzzy_loss_curves",
+        "chapter 9's run, two controls, three other seeds",
+        (list(range(0, 2501, 50)), rand(51, high=4.0), rand(51, high=4.0)),
+        {
+            "window": (600, 800),
+            "controls": {"exact-only model": rand(51, high=4.0), "one layer": rand(51, high=4.0)},
+            "other_seeds": {f"seed {s}": rand(51, high=4.0) for s in (1, 2, 3)},
+            "chance": math.log(64),
+        },
+    ),
+    ("fuzzy_loss_curves", "alone", (STEPS, rand(4, high=4.0), rand(4, high=4.0)), {}),
+    (
+        "cross_language_heads",
+        "three models of 2 x 4 heads",
+        ({name: {m: rand(2, 4) for m in HEAD_MEASURES} for name in ("fuzzy", "exact only", "at initialisation")},),
+        {},
+    ),
+]
+CASES += FUZZY_CASES
+
 
 @pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize(
@@ -1209,6 +1233,16 @@ CASES += SIZES_CASES
     [pytest.param(name, args, kwargs, id=f"{name}-{case}") for name, case, args, kwargs in SIZES_CASES],
 )
 def test_sizes_figure(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    test_figure(name, args, kwargs)
+    test_readable_in_the_page_column(name, args, kwargs)
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs"),
+    [pytest.param(name, args, kwargs, id=f"{name}-{case}") for name, case, args, kwargs in FUZZY_CASES],
+)
+def test_fuzzy_figure(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     test_figure(name, args, kwargs)
     test_readable_in_the_page_column(name, args, kwargs)
 
@@ -1237,3 +1271,10 @@ def test_onsets_against_is_log_log_one_point_per_run() -> None:
     plt.close(fig)
     with pytest.raises(ValueError, match="positive"):
         plot.onsets_against({"p": {"a": ([1], [0])}}, xlabels=["x"], ylabels=["y"])
+
+
+def test_cross_language_heads_rejects_missing_measures() -> None:
+    with pytest.raises(ValueError, match="lacks"):
+        plot.cross_language_heads({"fuzzy": {"prefix matching": rand(2, 4)}})
+    with pytest.raises(ValueError, match="1 to 4 models"):
+        plot.cross_language_heads({})

@@ -12,6 +12,7 @@ Chapters call them through this package, e.g. ``from lib.show import plot; plot.
 - :mod:`lib.show.plot.ablation`: ablation (chapter 7).
 - :mod:`lib.show.plot.natural`: natural text (chapter 8).
 - :mod:`lib.show.plot.sizes`: the model family across sizes and batches (chapter 10).
+- :mod:`lib.show.plot.fuzzy`: fuzzy induction (chapter 9).
 - :mod:`lib.show.plot.performance`: the Performance page's figures (drawn by ``bench/run_all.py``).
 - :mod:`lib.show.plot.diagrams`: schematics of the mechanisms (chapters 2, 5 and 7), drawn in code.
 - :mod:`lib.show._common`: the helpers they share (conversion to NumPy, axes set-up, labels, layout).
@@ -30,6 +31,7 @@ from lib.show.plot.ablation import (
 )
 from lib.show.plot.circuits import circuit_matrices, composition_score_grid, qk_cut_effects
 from lib.show.plot.diagrams import ablation_diagram, induction_circuit_diagram, output_value_map_diagram
+from lib.show.plot.fuzzy import cross_language_heads, fuzzy_loss_curves
 from lib.show.plot.induction import (
     attention_before_during_after,
     attention_pattern,
@@ -135,6 +137,9 @@ __all__ = [
     # across model sizes (chapter 10)
     "family_curves",
     "onsets_against",
+    # fuzzy induction (chapter 9)
+    "fuzzy_loss_curves",
+    "cross_language_heads",
     # diagrams (chapters 2, 5 and 7)
     "output_value_map_diagram",
     "induction_circuit_diagram",
