@@ -371,7 +371,7 @@ def test_session_plans_fit_their_slots_with_slack():
         starts = [60 * int(r[1]) + int(r[2]) for r in rows]
         for row, start, end in zip(rows, starts, starts[1:]):
             what = row[3]
-            named = re.findall(r"\b(\d\.\d)\b", what.split("exercise", 1)[1]) if "exercise" in what else []
+            named = re.findall(r"\b(\d+\.\d+)\b", what.split("exercise", 1)[1]) if "exercise" in what else []
             chapters = [int(n) for n in re.findall(r"\bChapter (\d)\b", what)] + ([0] * what.startswith("Start here"))
             need = sum(minutes[e] for e in named) + sum(
                 slow_minutes[c] + COLAB_INSTALL_MINUTES + (0 if c in read_before or c == 0 else reading[c])
@@ -390,7 +390,7 @@ def test_the_start_page_time_table_is_current():
 
 
 def test_the_mistakes_table_covers_every_checked_exercise_once():
-    rows = re.findall(r"^\| (\d\.\d) \| .+ \|$", GUIDE.read_text().split("## Mistakes the checks catch", 1)[1], re.M)
+    rows = re.findall(r"^\| (\d+\.\d+) \| .+ \|$", GUIDE.read_text().split("## Mistakes the checks catch", 1)[1], re.M)
     checked = [k for k, v in all_exercises().items() if v[3] != "open question"]
     assert sorted(rows) == sorted(checked), set(rows) ^ set(checked)
 

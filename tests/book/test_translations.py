@@ -16,10 +16,11 @@ LANGS = sorted(p.name for p in (ROOT / "translations").iterdir() if p.is_dir())
 UNTRANSLATED = {
     "ko": {
         "00_start_here.ipynb",
-        "05_induction_heads.ipynb",
         "06_smeared_keys.ipynb",
         "07_ablation.ipynb",
         "08_natural_text.ipynb",
+        "09_fuzzy_induction.ipynb",
+        "10_induction_across_sizes.ipynb",
         "instructor_guide.md",
     }
 }
