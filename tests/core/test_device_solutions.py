@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from lib.core.tokens import BOS
-from lib.induction import models, scores, smear
+from lib.induction import dynamics, fuzzy, models, scores, smear
 from lib.induction.natural import probes, slim
+from lib.induction.sequences import seeded_generator
 from lib.ocr import onelayer, sentences, split, symbolic
 from tests.core.fake_device import draw, on_device, pretend_accelerator, real
 
@@ -34,6 +35,7 @@ def solutions() -> dict[str, dict[str, Any]]:
             "probes": probes,
             "sentences": sentences,
             "split": split,
+            "dynamics": dynamics,
         }
         imported = set(namespace)
         for cell in json.loads(path.read_text())["cells"]:
@@ -121,6 +123,16 @@ CALLS: dict[str, dict[str, Call]] = {
             draw(30).exp().to(d), draw(30, seed=1).exp().to(d), samples=50
         ),
     },
+    "09_fuzzy_induction": {
+        "cross_prefix_matching_score": lambda ns, d: ns["cross_prefix_matching_score"](
+            draw(3, 2, 13, 13).softmax(-1).to(d), fuzzy_tokens().to(d), fuzzy.translation(5).to(d)
+        ),
+    },
+    "10_induction_across_sizes": {
+        "onset_tokens": lambda ns, d: ns["onset_tokens"](
+            [0, 20, 40, 60], torch.tensor([4.1, 3.8, 0.6, 0.1]).to(d), 32, 49
+        ),
+    },
 }
 # Solutions that take no tensor (strings, subjects, tokenizers' text) or build theirs on the CPU from a layout.
 NO_TENSOR_INPUT = {
@@ -158,6 +170,12 @@ def test_solution_on_the_device(namespaces: dict[str, dict[str, Any]], stem: str
     with pretend_accelerator(mps=mps) as device:
         got = call(namespaces[stem], device)
     torch.testing.assert_close(real(got), expected, check_device=False)
+
+
+def fuzzy_tokens() -> torch.Tensor:
+    """(3, 13) sequences of chapter 9's task, two languages of 5 words, every repeat translated."""
+    config = fuzzy.FuzzyConfig(language=5, seq_len=13, min_repeat=2, max_repeat=4)
+    return fuzzy.fuzzy_sequences(3, seeded_generator(5), config, translated=True)[0]
 
 
 def onelayer_loss(d: torch.device) -> torch.Tensor:
