@@ -18,8 +18,6 @@ UNTRANSLATED = {
         "00_start_here.ipynb",
         "06_smeared_keys.ipynb",
         "07_ablation.ipynb",
-        "08_natural_text.ipynb",
-        "09_fuzzy_induction.ipynb",
         "10_induction_across_sizes.ipynb",
         "instructor_guide.md",
     }
