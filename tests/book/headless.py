@@ -62,6 +62,20 @@ def serve(directory: Path) -> Iterator[str]:
         httpd.shutdown()
 
 
+def korean_font() -> None:
+    """Make sure the machine has a font with Hangul (Debian's ``fonts-nanum``, installed when missing, as Chromium is),
+    or skip: without one, Korean pages render as empty boxes."""
+    if subprocess.run(["fc-list", ":lang=ko"], capture_output=True, text=True).stdout.strip():
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("no font with Hangul, and none can be installed here: install Debian's `fonts-nanum`")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "fonts-nanum"]):
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            pytest.skip(f"could not install a Korean font with {' '.join(cmd)}: {done.stderr.strip()[-300:]}")
+
+
 @contextlib.contextmanager
 def chromium(profile: Path, width: int, height: int) -> Iterator:
     """A headless Chromium (a playwright ``BrowserContext``) with a fresh user-data dir ``profile`` and a window of
