@@ -214,6 +214,18 @@ def translated_label(label: str, table: dict[str, str]) -> str:
     raise ValueError(f"no translation of the button label {label!r}: add its pattern to labels.json")
 
 
+def translation_of(translated: dict[str, dict], key: str, where: str = "") -> str:
+    """The translated text of unit ``key``.
+
+    Raises:
+        ValueError: the unit has no translation (``where`` prefixes the message: "glossary.md: ").
+    """
+    entry = translated.get(key)
+    if entry is None or not entry.get("text"):
+        raise ValueError(f"{where}unit {key!r} has no translation")
+    return entry["text"]
+
+
 def translated_notebook(notebook: dict, translated: dict[str, dict], buttons: dict[str, str]) -> dict:
     """A copy of the notebook ``notebook`` (parsed JSON, executed or not) with its markdown cells, captions, alt
     text and folded cells' button labels (``buttons``: :func:`labels`) translated; code and outputs stay as they are.
@@ -223,20 +235,14 @@ def translated_notebook(notebook: dict, translated: dict[str, dict], buttons: di
     """
     out = json.loads(json.dumps(notebook))
 
-    def text_of(key: str) -> str:
-        entry = translated.get(key)
-        if entry is None or not entry.get("text"):
-            raise ValueError(f"unit {key!r} has no translation")
-        return entry["text"]
-
     for cell in out["cells"]:
         if cell["cell_type"] == "markdown":
-            cell["source"] = text_of(cell["id"])
+            cell["source"] = translation_of(translated, cell["id"])
         mystnb = cell.get("metadata", {}).get("mystnb", {})
         if "caption" in mystnb.get("figure", {}):
-            mystnb["figure"]["caption"] = text_of(f"{cell['id']}/caption")
+            mystnb["figure"]["caption"] = translation_of(translated, f"{cell['id']}/caption")
         if "alt" in mystnb.get("image", {}):
-            mystnb["image"]["alt"] = text_of(f"{cell['id']}/alt")
+            mystnb["image"]["alt"] = translation_of(translated, f"{cell['id']}/alt")
         for key in ("code_prompt_show", "code_prompt_hide"):
             if key in mystnb:
                 mystnb[key] = translated_label(mystnb[key], buttons)
@@ -251,10 +257,7 @@ def translated_markdown(path: Path, translated: dict[str, dict]) -> str:
     """
     parts = []
     for unit in _markdown_units(path):
-        entry = translated.get(unit.key)
-        if entry is None or not entry.get("text"):
-            raise ValueError(f"{path.name}: unit {unit.key!r} has no translation")
-        parts.append(entry["text"])
+        parts.append(translation_of(translated, unit.key, f"{path.name}: "))
     return "\n\n".join(parts) + "\n"
 
 
@@ -265,19 +268,13 @@ def translated_toc(toc: Path, translated: dict[str, dict]) -> tuple[str, dict]:
         ValueError: a unit has no translation.
     """
 
-    def text_of(key: str) -> str:
-        entry = translated.get(key)
-        if entry is None or not entry.get("text"):
-            raise ValueError(f"_toc.yml: unit {key!r} has no translation")
-        return entry["text"]
-
     data = yaml.safe_load(toc.read_text())
     for number, part in enumerate(data["parts"]):
-        part["caption"] = text_of(f"caption/{number}")
+        part["caption"] = translation_of(translated, f"caption/{number}", "_toc.yml: ")
         for entry in part["chapters"]:
             if "title" in entry:
-                entry["title"] = text_of(f"title/{entry['file']}")
-    return text_of("title"), data
+                entry["title"] = translation_of(translated, f"title/{entry['file']}", "_toc.yml: ")
+    return translation_of(translated, "title", "_toc.yml: "), data
 
 
 def terms(lang: str) -> list[dict[str, str]]:
