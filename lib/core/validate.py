@@ -83,6 +83,13 @@ def fraction(name: str, value: object) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
+def unit_interval(name: str, value: object) -> float:
+    """``value`` as a number in ``[0, 1]``."""
+    if not _is_real(value) or not 0 <= value <= 1:  # type: ignore[operator]
+        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
 def unit_interval_pair(name: str, value: object) -> tuple[float, float]:
     """``value`` as a tuple of two numbers in ``[0, 1)`` (Adam's betas)."""
     if not (isinstance(value, tuple) and len(value) == 2 and all(_is_real(v) and 0 <= v < 1 for v in value)):

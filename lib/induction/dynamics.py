@@ -220,8 +220,7 @@ def rise_step(steps: Iterable[int], values: Iterable[float] | torch.Tensor, shar
         steps: ``(K,)`` increasing steps. values: ``(K,)``. share: in ``[0, 1]``.
     """
     at, v = _curve(steps, values, minimum=2)
-    if not 0 <= share <= 1:
-        raise ValueError(f"share must be in [0, 1], got {share!r}")
+    validate.unit_interval("share", share)
     first, top = v[0], max(v)
     if top <= first:
         raise ValueError("the curve never rises above its first value: no rise to locate")

@@ -75,8 +75,7 @@ class FuzzyConfig:
 
     def __post_init__(self) -> None:
         validate.int_at_least("language", self.language, 2, "a segment of two distinct tokens")
-        if not (isinstance(self.translated_share, (int, float)) and 0 <= self.translated_share <= 1):
-            raise ValueError(f"translated_share must be a number in [0, 1], got {self.translated_share!r}")
+        validate.unit_interval("translated_share", self.translated_share)
         if self.max_repeat > self.language:
             raise ValueError(
                 f"language={self.language} is too small for segments of up to max_repeat={self.max_repeat} distinct "

@@ -381,8 +381,11 @@ CALLS: dict[str, Call] = {
     "lib.induction.natural.corpus:show": lambda d: corpus.show(draw(6, high=1024).to(d)),
     "lib.induction.natural.corpus:windows": lambda d: corpus.windows(draw(50, high=9).to(d), draw(3, high=40), 8),
     "lib.induction.natural.corpus:tiled_windows": lambda d: corpus.tiled_windows(draw(50, high=9).to(d), 8),
-    "lib.induction.natural.corpus:batch_fn": lambda d: corpus.batch_fn(draw(50, high=9).to(d), 8, 0)(
+    "lib.induction.natural.corpus:batch_fn": lambda d: corpus.batch_fn(draw(500, high=9).to(d), 72, 0, 0.5)(
         3, torch.Generator()
+    ),
+    "lib.induction.natural.corpus:plant_repeats": lambda d: corpus.plant_repeats(
+        draw(4 * 72, high=9).reshape(4, 72).to(d), 0.5, torch.Generator().manual_seed(0)
     ),
     "lib.induction.natural.edits:without_prefix_matching_loss": lambda d: edits.without_prefix_matching_loss(
         natural_model(d), natural_tokens(d), (1, 0), chunk=2

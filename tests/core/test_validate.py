@@ -48,6 +48,13 @@ def test_fraction():
             validate.fraction("train_fraction", bad)
 
 
+def test_unit_interval():
+    assert [validate.unit_interval("share", v) for v in (0, 0.25, 1)] == [0.0, 0.25, 1.0]
+    for bad in (-0.1, 1.5, True, "0.5", float("nan")):
+        with pytest.raises(ValueError, match=r"share must be a number in \[0, 1\]"):
+            validate.unit_interval("share", bad)
+
+
 def test_one_of():
     assert validate.one_of("kind", "merged", ("factorized", "merged")) == "merged"
     with pytest.raises(ValueError, match=r"kind must be one of \['factorized', 'merged'\], got 'both'"):

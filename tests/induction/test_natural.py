@@ -193,6 +193,50 @@ def test_batch_fn_ignores_the_device_generator():
     assert not any(torch.equal(x, y) for x, y in zip(a, c))
 
 
+def test_plant_repeats_copies_one_span_later_in_a_share_of_the_windows():
+    lo, hi = corpus.REPEAT_SPAN
+    batch = corpus.windows(torch.arange(1, 5001), torch.arange(0, 4000, 10), 128)  # 400 windows, distinct tokens
+    out = corpus.plant_repeats(batch, 0.25, torch.Generator().manual_seed(0))
+    changed = (out != batch).any(1)
+    assert 0.15 < changed.float().mean() < 0.35  # binomial(400, 0.25): 0.25 +- 0.02 standard deviation
+    for row in changed.nonzero().flatten().tolist():
+        where = (out[row] != batch[row]).nonzero().flatten()
+        d, n = int(where[0]), len(where)
+        s = int(out[row, d] - batch[row, 1]) + 1  # the copied text's position in the window (tokens count up)
+        assert lo <= n <= hi and where.tolist() == list(range(d, d + n))  # one contiguous span
+        assert 1 <= s and s + n <= d  # copied from earlier text, the two copies not overlapping
+        assert torch.equal(out[row, d : d + n], batch[row, s : s + n])
+    assert out[:, 0].eq(BOS).all()
+
+
+def test_plant_repeats_is_the_same_on_every_device_and_reproducible():
+    batch = corpus.windows(torch.arange(1, 2001), torch.arange(0, 1000, 50), 96)
+    first = corpus.plant_repeats(batch, 0.5, torch.Generator().manual_seed(3))
+    again = corpus.plant_repeats(batch, 0.5, torch.Generator().manual_seed(3))
+    assert torch.equal(first, again) and not torch.equal(first, batch)
+    assert torch.equal(corpus.plant_repeats(batch, 0.0, torch.Generator()), batch)
+    assert (corpus.plant_repeats(batch, 1.0, torch.Generator()) != batch).any(1).all()
+
+
+def test_batch_fn_with_repeats_keeps_the_plain_stream_apart():
+    """``repeat_share=0`` draws nothing more: the plain batches are those of the plain ``batch_fn``."""
+    ids = torch.arange(1, 5001)
+    plain = corpus.batch_fn(ids, 96, seed=7)(8, torch.Generator())
+    assert torch.equal(corpus.batch_fn(ids, 96, seed=7, repeat_share=0.0)(8, torch.Generator()), plain)
+    planted = corpus.batch_fn(ids, 96, seed=7, repeat_share=1.0)(8, torch.Generator())
+    assert (planted != plain).any(1).all()
+
+
+def test_plant_repeats_errors():
+    batch = corpus.windows(torch.arange(1, 200), torch.tensor([0]), 64)
+    with pytest.raises(ValueError, match="too short to repeat a span of up to 32: need 65"):
+        corpus.plant_repeats(batch, 0.5, torch.Generator())
+    with pytest.raises(ValueError, match=r"share must be a number in \[0, 1\]"):
+        corpus.plant_repeats(batch, 1.5, torch.Generator())
+    with pytest.raises(ValueError, match=r"repeat_share must be a number in \[0, 1\]"):
+        corpus.batch_fn(torch.arange(10), seq_len=4, seed=0, repeat_share=-0.1)
+
+
 def test_batch_fn_errors():
     with pytest.raises(ValueError, match="seq_len must be an integer >= 2"):
         corpus.batch_fn(torch.arange(10), seq_len=1, seed=0)

@@ -438,7 +438,7 @@ def test_rise_step_dates_by_the_share_of_the_rise_to_the_peak():
     assert dynamics.rise_step(steps, values, 0.3) == 20
     assert dynamics.rise_step(steps, values, 1.0) == 40
     assert dynamics.half_change_step(steps, values) == 20  # first to last value, for contrast
-    with pytest.raises(ValueError, match="share must be in"):
+    with pytest.raises(ValueError, match=r"share must be a number in \[0, 1\]"):
         dynamics.rise_step(steps, values, 1.5)
 
 

@@ -152,19 +152,63 @@ def tiled_windows(ids: torch.Tensor, seq_len: int = 256) -> torch.Tensor:
     return windows(ids, torch.arange(n) * (seq_len - 1), seq_len)
 
 
-def batch_fn(ids: torch.Tensor, seq_len: int, seed: int) -> Callable[[int, torch.Generator], torch.Tensor]:
-    """A ``make_batch`` for :func:`lib.core.train.train`: random windows of ``ids`` (see :func:`windows`).
+REPEAT_SPAN = (8, 32)
+"""The shortest and longest span :func:`plant_repeats` copies, in tokens."""
 
-    The window starts come from a CPU generator seeded with ``seed`` (the device generator ``lib.core.train`` passes
-    is not used), so a CPU and a GPU run see the same batches; ``ids`` may live on any device.
+
+def plant_repeats(batch: torch.Tensor, share: float, generator: torch.Generator) -> torch.Tensor:
+    """A copy of ``batch`` in which about ``share`` of the windows repeat a span of their own text.
+
+    For every window the CPU ``generator`` draws, in this order, whether it is picked (probability ``share``), a
+    span length ``L`` in :data:`REPEAT_SPAN`, a source start ``s`` in ``[1, seq - 2L]`` and a destination start
+    ``d`` in ``[s + L, seq - L]``; a picked window gets ``window[d:d+L] = window[s:s+L]``. The draws do not depend on
+    ``batch``'s device, so every device plants the same repeats; the distance ``d - s`` varies, so no fixed-offset
+    head can predict the copy.
+
+    Args:
+        batch: ``(batch, seq) int64`` windows (BOS first), ``seq >= 2 * REPEAT_SPAN[1] + 1``.
+        share: in ``[0, 1]``.
+
+    Returns:
+        ``(batch, seq) int64``.
+    """
+    validate.unit_interval("share", share)
+    validate.token_batch(batch)
+    rows, seq = batch.shape
+    lo, hi = REPEAT_SPAN
+    if seq < 2 * hi + 1:
+        raise ValueError(f"windows of {seq} tokens are too short to repeat a span of up to {hi}: need {2 * hi + 1}")
+    picked = torch.rand(rows, generator=generator) < share
+    length = torch.randint(lo, hi + 1, (rows,), generator=generator)
+    u = torch.rand(rows, 2, generator=generator)
+    source = 1 + (u[:, 0] * (seq - 2 * length)).long()
+    target = source + length + (u[:, 1] * (seq - 2 * length - source + 1)).long()
+    out = batch.clone()
+    for row in picked.nonzero().flatten().tolist():
+        s, d, n = int(source[row]), int(target[row]), int(length[row])
+        out[row, d : d + n] = batch[row, s : s + n]
+    return out
+
+
+def batch_fn(
+    ids: torch.Tensor, seq_len: int, seed: int, repeat_share: float = 0.0
+) -> Callable[[int, torch.Generator], torch.Tensor]:
+    """A ``make_batch`` for :func:`lib.core.train.train`: random windows of ``ids`` (see :func:`windows`), and in
+    about ``repeat_share`` of them a span of the window repeated later (:func:`plant_repeats`; ``0``: plain text).
+
+    The window starts and the repeats come from a CPU generator seeded with ``seed`` (the device generator
+    ``lib.core.train`` passes is not used), so a CPU and a GPU run see the same batches; ``ids`` may live on any
+    device.
     """
     validate.int_at_least("seq_len", seq_len, 2, "BOS and one token")
+    validate.unit_interval("repeat_share", repeat_share)
     if len(ids) < seq_len - 1:
         raise ValueError(f"ids has {len(ids)} tokens, fewer than one window of seq_len - 1 = {seq_len - 1}")
     generator = torch.Generator().manual_seed(validate.seed(seed))
 
     def make_batch(batch_size: int, _device_generator: torch.Generator) -> torch.Tensor:
         starts = torch.randint(0, len(ids) - seq_len + 2, (batch_size,), generator=generator)
-        return windows(ids, starts, seq_len)
+        batch = windows(ids, starts, seq_len)
+        return plant_repeats(batch, repeat_share, generator) if repeat_share else batch
 
     return make_batch

@@ -53,6 +53,8 @@ class Recipe:
         corpus: one of :data:`CORPORA`.
         clip: the gradient norm is clipped to this before every step (0: no clipping).
         every: steps between two log lines (and checkpoints).
+        repeat_share: the share of training windows that repeat a span of their own text
+            (:func:`lib.induction.natural.corpus.plant_repeats`; 0: plain text). Held-out text and probes stay plain.
     """
 
     model: Any  # slim.SlimConfig; typed loosely so that this module imports without transformer_lens
@@ -65,9 +67,11 @@ class Recipe:
     clip: float = 0.0
     every: int = 100
     seed: int = seeds.seed(0)
+    repeat_share: float = 0.0
 
     def __post_init__(self) -> None:
         validate.one_of("corpus", self.corpus, CORPORA)
+        validate.unit_interval("repeat_share", self.repeat_share)
         validate.non_negative_number("clip", self.clip)
         validate.positive_int("every", self.every)
         self.train_config()  # checks the optimiser settings
@@ -238,7 +242,7 @@ def run(
     probe = make_probes(held_ids, probe_pool(train_ids, recipe.model.d_vocab), recipe.model.n_ctx, device)
     model = SlimModel(recipe.model, seed=recipe.seed).to(device)
     config = recipe.train_config(steps)
-    make_batch = corpus.batch_fn(train_ids.to(device), recipe.model.n_ctx, seed=recipe.seed)
+    make_batch = corpus.batch_fn(train_ids.to(device), recipe.model.n_ctx, recipe.seed, recipe.repeat_share)
     # the training loss since the last line, summed in place on the device: no host sync a step, and no tensor kept
     # a step (a list of the steps' detached losses, even copied, grew the process by 1-3 MB a step: 21 GB by step
     # 7,000, killed for memory)
