@@ -238,6 +238,22 @@ def write_figures(results: dict) -> list[tuple[str, str]]:
     return drawn
 
 
+def host_note(results: dict) -> str:
+    """The page's sentences on the host's speed, saying what the chapter table shows: host factors where the run
+    measured them, else times on this host only."""
+    if results.get("host factor"):
+        return (
+            "Before each chapter a short run of that plain loop measures the host's speed against the reference "
+            f"(the plain loop at {REFERENCE_PLAIN_RATE} steps/s: the 2-core CPU the budgets were set on, idle): a "
+            'chapter\'s time divided by its *host factor* (the "host x" beside it) is its time at the reference speed '
+            "(in the target column). A chapter over budget on a slow or busy host is flagged as such."
+        )
+    return (
+        "The chapter times are this host's, not scaled to a reference speed: the run's results hold no *host "
+        "factor* (the host's speed against the reference), so each target is judged on the time as measured."
+    )
+
+
 def write_page(results: dict) -> None:
     m = results["machine"]
     figures = "".join(
@@ -249,10 +265,7 @@ def write_page(results: dict) -> None:
         "How long the book takes to run, measured by `make bench` (`bench/run_all.py`); this page, its tables and "
         "its figures are generated from its latest run. Chapters are executed top to bottom in a fresh kernel, as "
         "the book build does; training benchmarks compare the book's code with a plain reference loop in the same "
-        "run. Before each chapter a short run of that plain loop measures the host's speed against the reference "
-        f"(the plain loop at {REFERENCE_PLAIN_RATE} steps/s: the 2-core CPU the budgets were set on, idle): a "
-        "chapter's time divided by its *host factor* is its time at the reference speed. A chapter over budget on a "
-        "slow or busy host is flagged as such.\n\n"
+        "run. " + host_note(results) + "\n\n"
         f"Measured on {m['date']}: {m['platform']}, {m['cpu cores']} CPU cores, device `{m['device']}`"
         f"{', ' + m['gpu'] if 'gpu' in m else ''}, Python {m['python']}, torch {m['torch']}.\n\n"
         + figures
@@ -293,6 +306,7 @@ def main() -> None:
     if args.update and out.with_suffix(".json").is_file():
         previous = json.loads(out.with_suffix(".json").read_text())
         results["chapters"], results["micro"] = previous["chapters"], previous["micro"]
+        results["host factor"] = previous.get("host factor", {})
     RESULTS.mkdir(exist_ok=True)
     failed: dict[str, str] = {}
 

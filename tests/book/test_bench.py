@@ -35,3 +35,12 @@ def test_chapter_rows_show_the_host_factor():
     assert rows[0][1] == "95.0 s (host x1.25)" and "at reference speed 76.0 s" in rows[0][2]
     total = next(row for row in rows if row[0] == "all chapters")
     assert "at reference speed 96.0 s" in total[2]
+
+
+def test_the_page_speaks_of_host_factors_only_where_the_table_shows_them():
+    with_factors = {"chapters": {"a": 95.0}, "host factor": {"a": 1.25}}
+    assert "host x" in run_all.chapter_rows(with_factors)[0][1]
+    assert '*host factor* (the "host x" beside it)' in run_all.host_note(with_factors)
+    without = {"chapters": {"a": 95.0}}
+    assert "host x" not in run_all.chapter_rows(without)[0][1]
+    assert "hold no *host factor*" in run_all.host_note(without)
