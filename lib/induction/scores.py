@@ -344,9 +344,27 @@ def copying_score(model: TransformerBridge, tokens: torch.Tensor) -> torch.Tenso
     Returns:
         ``(n_layers, n_heads)`` in ``[-1, 1]``.
     """
-    logits = ov_logits(model, tokens)
+    return copying_of_logits(ov_logits(model, tokens), tokens)
+
+
+def copying_of_logits(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """:func:`copying_score` from heads' direct logits: centre each token's logits over the vocabulary, divide
+    the token's own by the largest absolute one, average over the tokens.
+
+    Args:
+        logits: ``(..., n, vocab)``: what each head adds to the logits when it reads token ``tokens[i]``.
+        tokens: ``(n,) int64``, the tokens read.
+
+    Returns:
+        ``logits.shape[:-2]`` in ``[-1, 1]``.
+    """
+    validate.token_ids(tokens, ("n",))
+    validate.float_tensor("logits", logits, "(..., n, vocab)", 2)
+    if logits.shape[-2] != tokens.shape[0]:
+        raise ValueError(f"logits (..., n, vocab) {tuple(logits.shape)} do not match tokens (n,) {tuple(tokens.shape)}")
+    validate.token_range(tokens, logits.shape[-1])
     centred = logits - logits.mean(dim=-1, keepdim=True)
-    own = centred.gather(-1, tokens.view(1, 1, -1, 1).expand(*centred.shape[:2], -1, 1))[..., 0]
+    own = centred.gather(-1, tokens.view(-1, 1).expand(*centred.shape[:-1], 1))[..., 0]
     scale = centred.abs().amax(dim=-1).clamp_min(1e-12)
     return (own / scale).mean(dim=-1)
 

@@ -23,7 +23,20 @@ import lib
 from lib.core import device as lib_device
 from lib.core import heads, train, validate
 from lib.core.train import TrainConfig
-from lib.induction import ablation, circuits, dynamics, fuzzy, handbuilt, mixed, models, scores, sequences, sizes, smear
+from lib.induction import (
+    ablation,
+    circuits,
+    dynamics,
+    fuzzy,
+    handbuilt,
+    mixed,
+    models,
+    pretrained,
+    scores,
+    sequences,
+    sizes,
+    smear,
+)
 from lib.induction.natural import corpus, edits, probes, recipes, runs, slim
 from lib.ocr import lm, onelayer, prior, proximal, ranking, sentences, split, symbolic, theorem, theory, training
 from tests.core.fake_device import DeviceMixError, PretendTensor, draw, on_device, pretend_accelerator, real
@@ -104,6 +117,12 @@ def tiny_lm(d: torch.device) -> nn.Module:
 
 
 @cache
+def gpt2_batches(d: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Repeated tokens and their control, for :func:`tiny_lm`'s vocabulary, drawn on the CPU and moved."""
+    repeated, fresh = pretrained.repeat_batches(2, 4, sequences.seeded_generator(0), 0, (4, 20))
+    return repeated.to(d), fresh.to(d)
+
+
 def prior_data() -> prior.PriorData:
     return prior.build_prior(prior.PriorConfig(n_known=60, n_new=60, seed=3))
 
@@ -462,6 +481,9 @@ CALLS: dict[str, Call] = {
     "lib.induction.scores:previous_token_score": lambda d: scores.previous_token_score(pattern(d)),
     "lib.induction.scores:ov_logits": lambda d: scores.ov_logits(model(d), draw(5, high=16).to(d)),
     "lib.induction.scores:copying_score": lambda d: scores.copying_score(model(d), draw(5, high=16).to(d)),
+    "lib.induction.scores:copying_of_logits": lambda d: scores.copying_of_logits(
+        draw(2, 5, 16).to(d), tokens(d)[0, :5]
+    ),
     "lib.induction.scores:head_scores": lambda d: scores.head_scores(
         model(d), tokens(d), tokens(d), draw(5, high=16).to(d)
     ),
@@ -475,6 +497,17 @@ CALLS: dict[str, Call] = {
         model(d), {0: train.snapshot(model(d))}, lambda m: scores.per_token_loss(m, tokens(d))
     ),
     # lib.induction.sequences
+    # lib.induction.pretrained (a tiny random GPT-2 stands in for GPT-2 small)
+    "lib.induction.pretrained:repeat_batches": lambda d: pretrained.repeat_batches(
+        2, 3, sequences.seeded_generator(0), 0, (4, 20)
+    ),
+    "lib.induction.pretrained:attention_patterns": lambda d: pretrained.attention_patterns(
+        tiny_lm(d), gpt2_batches(d)[0]
+    ),
+    "lib.induction.pretrained:head_scores": lambda d: pretrained.head_scores(tiny_lm(d), *gpt2_batches(d)),
+    "lib.induction.pretrained:gpt2_copying_score": lambda d: pretrained.gpt2_copying_score(
+        tiny_lm(d), torch.arange(4, 12, device=d)
+    ),
     "lib.induction.sequences:repeated_sequences": lambda d: sequences.repeated_sequences(
         5, sequences.seeded_generator(3), TINY, d
     ),

@@ -1200,6 +1200,14 @@ SIZES_CASES: list[tuple[str, str, tuple[Any, ...], dict[str, Any]]] = [
         },
     ),
 ]
+SIZES_CASES.append(
+    (
+        "head_score_grids",
+        "two models of 12 x 12 heads, a few above the threshold",
+        ({"GPT-2 small": rand(12, 12), "random weights": rand(12, 12, high=0.1)},),
+        {"threshold": 0.75, "title": "Prefix matching"},
+    )
+)
 CASES += SIZES_CASES
 
 # Chapter 9 (fuzzy induction): appended, run through the same checks as CIRCUIT_CASES.

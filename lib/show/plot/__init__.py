@@ -69,7 +69,7 @@ from lib.show.plot.ocr import (
     ocr_training_draw,
 )
 from lib.show.plot.performance import chapter_times, time_to_phase_change
-from lib.show.plot.sizes import family_curves, onsets_against
+from lib.show.plot.sizes import family_curves, head_score_grids, onsets_against
 from lib.show.plot.smear import (
     arm_icl_by_kind,
     arm_loss_curves,
@@ -136,6 +136,7 @@ __all__ = [
     "curves_against",
     # across model sizes (chapter 10)
     "family_curves",
+    "head_score_grids",
     "onsets_against",
     # fuzzy induction (chapter 9)
     "fuzzy_loss_curves",

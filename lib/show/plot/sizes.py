@@ -1,14 +1,26 @@
-"""Figures of the model family (chapter 10): curves of many runs over training, and onsets against size and batch."""
+"""Figures of the model family (chapter 10): curves of many runs over training, onsets against size and batch, and
+every head's score of a larger model as a grid."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from lib.show._common import Array, finish_axis, legend_below, new_figure, to_numpy
+from lib.show._common import (
+    MIN_FONT,
+    Array,
+    colorbar_beside,
+    finish_axis,
+    finish_figure,
+    legend_below,
+    new_figure,
+    to_numpy,
+)
 
 COLOURS = ("tab:red", "tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:olive", "tab:cyan")
 
@@ -113,3 +125,34 @@ def _compact(value: float, _position: object = None) -> str:
         if value >= scale:
             return f"{value / scale:g}{suffix}"
     return f"{value:g}"
+
+
+def head_score_grids(grids: Mapping[str, Array], *, threshold: float, title: str = "") -> Figure:
+    """One score of every head of one or more models, each a ``(layers, heads)`` grid on one colour scale, 0 to 1;
+    the heads at or above ``threshold`` are outlined in red.
+
+    Args:
+        grids: panel title -> ``(n_layers, n_heads)`` scores in ``[0, 1]`` (e.g. prefix matching); at most three.
+        threshold: the level a head is marked at (e.g. the induction threshold).
+        title: the figure's title.
+    """
+    if not 1 <= len(grids) <= 3:
+        raise ValueError(f"give 1 to 3 grids, got {len(grids)}")
+    values = {name: to_numpy(g) for name, g in grids.items()}
+    if any(v.ndim != 2 for v in values.values()):
+        raise ValueError(f"every grid must be (layers, heads), got shapes {[v.shape for v in values.values()]}")
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+    fig, axes = new_figure(len(values), 1, width=3.3, height=3.4)
+    image = None
+    for k, (ax, (name, v)) in enumerate(zip(axes[0], values.items())):
+        image = ax.imshow(v, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+        for layer, head in zip(*np.nonzero(v >= threshold)):
+            ax.add_patch(Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, edgecolor="red", lw=1.5))
+        ax.set_xticks(range(0, v.shape[1], 2))
+        ax.set_yticks(range(0, v.shape[0], 2))
+        ax.tick_params(labelsize=MIN_FONT)
+        finish_axis(ax, xlabel="head", ylabel="layer" if k == 0 else None, title=name, title_size=10)
+    assert image is not None
+    colorbar_beside(axes[0, -1], image)
+    return finish_figure(fig, title=title, title_size=11)
