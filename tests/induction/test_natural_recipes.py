@@ -10,6 +10,7 @@ import torch
 
 from lib.core.tokens import BOS
 from lib.induction.natural import recipes, runs
+from lib.induction.natural.slim import SlimModel
 
 
 def test_b1_is_chapter_8s_two_layer_run_with_shortformer_positions():
@@ -53,6 +54,12 @@ def test_recipe_errors():
         type(b1)(b1.model, clip=-1.0)
     with pytest.raises(ValueError, match="name"):
         recipes.run("C", io.StringIO())
+    with pytest.raises(ValueError, match=r"data must be one of \['text', 'repeated random tokens'\]"):
+        type(b1)(b1.model, data="noise")
+    with pytest.raises(ValueError, match=r"repeat_share must be a number in \[0, 1\]"):
+        type(b1)(b1.model, repeat_share=2.0)
+    with pytest.raises(ValueError, match="repeat_share applies to text only"):
+        type(b1)(b1.model, data="repeated random tokens", repeat_share=0.1)
 
 
 def test_train_config_checkpoints_every_and_at_the_end():
@@ -97,3 +104,37 @@ def test_a_few_steps_log_every_score():
     assert lines[0]["train_loss"] is None and 6.0 < lines[0]["held_loss"] < 8.0  # near log 1024 at initialisation
     assert sorted(result["checkpoints"]) == [0, 2, 3] and result["tokens_per_second"] > 0
     assert result["recipe"]["model"]["positions"] == "shortformer"
+
+
+def test_random_repeats_is_chapter_5s_task_at_the_models_vocabulary_and_context():
+    m = recipes.recipes()["B1"].model
+    task = recipes.random_repeats(m)
+    assert (task.vocab, task.seq_len, task.min_repeat, task.max_repeat) == (1024, 256, 8, 127)
+
+
+@pytest.mark.parametrize("data, share", [("text", 1.0), ("repeated random tokens", 0.0)])
+def test_the_loop_trains_on_what_the_recipe_names(data, share):
+    """The training loss at step 0 is the same model on the first batch: a batch of repeated random tokens is the
+    chapter 5 task's, a planted text batch is the plain batch with its repeats."""
+    b1 = recipes.recipes()["B1"]
+    small = replace(
+        b1,
+        model=replace(b1.model, d_model=16, d_head=4, n_ctx=80),
+        batch_size=4,
+        steps=1,
+        every=1,
+        data=data,
+        repeat_share=share,
+    )
+    result = recipes.run(small, io.StringIO(), limit=100_000)
+    model = SlimModel(small.model, seed=small.seed)
+    if data == "text":
+        ids = recipes.corpus_ids(small, 100_000)[0]
+        batch = recipes.corpus.batch_fn(ids, 80, small.seed, share)(4, torch.Generator())
+        assert (batch != recipes.corpus.batch_fn(ids, 80, small.seed)(4, torch.Generator())).any(1).all()
+    else:
+        batch = recipes.sequences.make_batch_fn(recipes.random_repeats(small.model))(
+            4, torch.Generator().manual_seed(small.seed)
+        )
+    expected = recipes.scores.per_token_loss(model, batch).mean()
+    assert result["loss"][0].item() == pytest.approx(expected.item(), rel=1e-5)

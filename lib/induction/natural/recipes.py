@@ -31,14 +31,22 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from lib.core import seeds, validate
 from lib.core.tokens import EVAL_SEED
 from lib.core.train import TrainConfig, train
-from lib.induction import scores
+from lib.induction import scores, sequences
 from lib.induction.natural import corpus, probes
+from lib.induction.sequences import InductionConfig
 
 Corpus = Literal["stdlib", "code"]
 
 CORPORA: tuple[Corpus, ...] = get_args(Corpus)
 """``"stdlib"``: chapter 8's corpus and tokenizer (:mod:`lib.induction.natural.corpus`); ``"code"``: the code corpus
 that ``scripts/build_code_corpus.py --tokenizer`` writes to :data:`CODE_CORPUS`."""
+
+Data = Literal["text", "repeated random tokens"]
+
+DATA_KINDS: tuple[Data, ...] = get_args(Data)
+"""What a run trains on: ``"text"``, windows of its corpus; ``"repeated random tokens"``, chapter 5's task at the
+model's vocabulary and context (:func:`random_repeats`), the check that the same code forms an induction head where
+one is known to form. The held-out text and the probes are the corpus' either way."""
 
 CODE_CORPUS = Path(__file__).resolve().parents[3] / "_build" / "code-corpus"
 """Where ``scripts/build_code_corpus.py`` writes the code corpus (``train.txt``, ``heldout.txt``, ``bpe4096.json``)."""
@@ -53,6 +61,7 @@ class Recipe:
         corpus: one of :data:`CORPORA`.
         clip: the gradient norm is clipped to this before every step (0: no clipping).
         every: steps between two log lines (and checkpoints).
+        data: one of :data:`DATA_KINDS`.
         repeat_share: the share of training windows that repeat a span of their own text
             (:func:`lib.induction.natural.corpus.plant_repeats`; 0: plain text). Held-out text and probes stay plain.
     """
@@ -67,11 +76,15 @@ class Recipe:
     clip: float = 0.0
     every: int = 100
     seed: int = seeds.seed(0)
+    data: Data = "text"
     repeat_share: float = 0.0
 
     def __post_init__(self) -> None:
         validate.one_of("corpus", self.corpus, CORPORA)
+        validate.one_of("data", self.data, DATA_KINDS)
         validate.unit_interval("repeat_share", self.repeat_share)
+        if self.repeat_share and self.data != "text":
+            raise ValueError(f"repeat_share applies to text only, got {self.repeat_share} with data {self.data!r}")
         validate.non_negative_number("clip", self.clip)
         validate.positive_int("every", self.every)
         self.train_config()  # checks the optimiser settings
@@ -139,6 +152,13 @@ def code_ids(split: Literal["train", "heldout"], limit: int | None = None, root:
     files = [f"# file: {part}" for part in text.split("# file: ") if part]
     ids = [i for encoding in tokenizer.encode_batch(files) for i in encoding.ids]
     return torch.tensor(ids, dtype=torch.int64)
+
+
+def random_repeats(model: Any) -> InductionConfig:
+    """Chapter 5's repeated random tokens (:mod:`lib.induction.sequences`) at a :class:`~lib.induction.natural.slim.
+    SlimConfig`'s vocabulary and context: BOS, then a segment of 8 to ``(n_ctx - 1) // 2`` distinct random tokens
+    repeated until the window is full."""
+    return InductionConfig(vocab=model.d_vocab, seq_len=model.n_ctx, min_repeat=8, max_repeat=(model.n_ctx - 1) // 2)
 
 
 def corpus_ids(recipe: Recipe, limit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -242,7 +262,10 @@ def run(
     probe = make_probes(held_ids, probe_pool(train_ids, recipe.model.d_vocab), recipe.model.n_ctx, device)
     model = SlimModel(recipe.model, seed=recipe.seed).to(device)
     config = recipe.train_config(steps)
-    make_batch = corpus.batch_fn(train_ids.to(device), recipe.model.n_ctx, recipe.seed, recipe.repeat_share)
+    if recipe.data == "text":
+        make_batch = corpus.batch_fn(train_ids.to(device), recipe.model.n_ctx, recipe.seed, recipe.repeat_share)
+    else:
+        make_batch = sequences.make_batch_fn(random_repeats(recipe.model))
     # the training loss since the last line, summed in place on the device: no host sync a step, and no tensor kept
     # a step (a list of the steps' detached losses, even copied, grew the process by 1-3 MB a step: 21 GB by step
     # 7,000, killed for memory)
