@@ -667,6 +667,8 @@ EXCLUDED: dict[str, str] = {
     "icl_of, scores.attention_patterns, scores.prefix_matching_score) are called above",
     "lib.induction.natural.recipes:run": "a full training run from the corpus (minutes); its parts (make_probes, "
     "measure, train) are called above",
+    "lib.induction.natural.recipes:random_repeats": "maps a model's shape to a task's (no tensors); the batches it "
+    "makes come from sequences.repeated_sequences, called above",
 }
 
 TENSOR_TYPES = re.compile(

@@ -1263,6 +1263,10 @@ def test_family_curves_draws_one_line_per_run_one_colour_per_group() -> None:
     assert len(curves) == 5
     assert {line.get_color() for line in curves[:2]} == {"tab:red"} and curves[2].get_color() == "tab:blue"
     assert {t.get_text() for t in fig.legends[0].get_texts()} == {"a", "b"}
+    assert ax.get_xlabel() == "training step"
+    plt.close(fig)
+    fig = plot.family_curves({"loss": runs}, ylabels=["nats"], xlabel="training tokens (millions)")
+    assert data_axes(fig)[0].get_xlabel() == "training tokens (millions)"
     plt.close(fig)
     with pytest.raises(ValueError, match="same, non-empty groups"):
         plot.family_curves({"loss": runs, "score": {"a": runs["a"]}}, ylabels=["nats", "score"])

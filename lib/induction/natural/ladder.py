@@ -3,7 +3,9 @@
 Chapter 8's two-layer model formed no induction head in 298 M tokens at batch 64 × context 256. Aoyama et al.'s fit
 of the onset, about :math:`10^{5.7}\\sqrt{B \\cdot C}` tokens, makes a small batch the cheap lever, so these runs
 trained :mod:`lib.induction.natural.recipes`' slim model (2 layers, no LayerNorm, shortformer positions, gradient
-norm clipped at 1) on chapter 8's corpus at batch 8 × context 128, one torch thread on the CPU, and logged every 500
+norm clipped at 1) at batch 8 × context 128, one torch thread on the CPU: on chapter 8's corpus, on the same corpus
+with a stated share of windows repeating a span of their own text, and, as the check that the same code forms an
+induction head where one is known to form, on chapter 5's repeated random tokens. Each logged every 100 to 500
 steps (:func:`lib.induction.natural.recipes.run`): the held-out loss, every head's prefix matching on the
 Olsson-style probe (BOS, 63 distinct tokens of frequency rank 33-256, the same again) and every head's
 previous-token score on held-out windows. ``bench/natural_ladder.py`` collects the logs into :data:`LADDER`.
@@ -30,13 +32,14 @@ class LadderRun:
     """One run's settings and its log, a value per logged step.
 
     Attributes:
-        settings: ``{"width", "heads", "d_head", "lr", "batch", "context", "seed", "stopped"}`` (``stopped``: why the
-            log ends).
+        settings: ``{"width", "heads", "d_head", "lr", "batch", "context", "seed", "data", "stopped"}`` (``data``:
+            what it trained on, e.g. "Python source" or "repeated random tokens"; ``stopped``: why the log ends).
         tokens: ``(n,)`` training tokens at each logged step, in millions.
         held_loss: ``(n,)`` held-out loss (nats).
         prefix_matching: ``(n,)`` the best layer-1 head's prefix matching on the probe.
         previous_token: ``(n,)`` the best layer-0 head's previous-token score.
         copies: ``(n, 2)`` the probe's loss on its first and second copy (nats).
+        last_heads: ``(heads,)`` every layer-1 head's prefix matching at the last log.
     """
 
     name: str
@@ -46,6 +49,13 @@ class LadderRun:
     prefix_matching: torch.Tensor
     previous_token: torch.Tensor
     copies: torch.Tensor
+    last_heads: torch.Tensor
+
+    @property
+    def steps(self) -> list[int]:
+        """The training step of each log line."""
+        per_step = self.settings["batch"] * (self.settings["context"] - 1)
+        return [round(t * 1e6 / per_step) for t in self.tokens.tolist()]
 
 
 def load_ladder(path: Path | str = LADDER) -> dict[str, LadderRun]:
@@ -64,6 +74,7 @@ def load_ladder(path: Path | str = LADDER) -> dict[str, LadderRun]:
             torch.tensor(run["prefix_matching"]),
             torch.tensor(run["previous_token"]),
             torch.tensor(run["copies"]),
+            torch.tensor(run["last_layer1_pm"]),
         )
         for name, run in data["runs"].items()
     }

@@ -34,13 +34,14 @@ def family_curves(
     ylabels: Sequence[str],
     levels: Mapping[str, float] | None = None,
     title: str = "",
+    xlabel: str = "training step",
 ) -> Figure:
     """Curves of many runs over training: one panel per quantity, one colour per group (e.g. a model size), one
     line per run (seed) of the group.
 
     Args:
-        panels: panel title -> group label -> the group's runs ``[(steps, values), ...]``; every panel has the
-            same groups.
+        panels: panel title -> group label -> the group's runs ``[(x, values), ...]`` (``x``: steps, or what
+            ``xlabel`` names); every panel has the same groups.
         ylabels: one per panel.
         levels: panel title -> a level to draw as a dashed line (e.g. the 1-nat phase-change level).
         title: the figure's title.
@@ -63,7 +64,7 @@ def family_curves(
                 )
         if levels is not None and name in levels:
             ax.axhline(levels[name], color="black", lw=0.8, ls="--")
-        finish_axis(ax, xlabel="training step", ylabel=ylabel, title=name, title_size=10)
+        finish_axis(ax, xlabel=xlabel, ylabel=ylabel, title=name, title_size=10)
     return legend_below(fig, axes, title)
 
 
