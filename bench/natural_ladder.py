@@ -74,6 +74,7 @@ RUNS = {
             (0, "synthetic_check20k.jsonl", "by hand at step 11,400, long after its phase change"),
             (1, "random_seed1_20k.jsonl", "at its budget of 20,000 steps"),
             (2, "random_seed2.jsonl", "at its budget of 10,000 steps"),
+            (3, "random_seed3.jsonl", "at its budget of 12,000 steps"),
         ]
     },
 }
