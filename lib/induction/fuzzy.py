@@ -30,7 +30,7 @@ from lib.core.heads import Head, all_heads
 from lib.core.shipped import DATA
 from lib.core.tokens import BOS, EVAL_SEED
 from lib.core.train import History, TrainConfig, train
-from lib.induction import models
+from lib.induction import models, sequences
 from lib.induction.ablation import ablated_losses, each_head
 from lib.induction.circuits import full_ov_circuit
 from lib.induction.scores import (
@@ -144,8 +144,8 @@ def fuzzy_sequences(
     target = check_device(device)
     on = generator.device
     period = torch.randint(config.min_repeat, config.max_repeat + 1, (batch,), generator=generator, device=on)
-    keys = torch.rand((batch, config.language), generator=generator, device=on)
-    segment = keys.argsort(dim=1)[:, : config.max_repeat] + 1  # distinct tokens of the first language
+    # distinct tokens of the first language
+    segment = sequences.distinct_tokens(batch, config.max_repeat, 1, config.language + 1, generator)
     second = torch.rand(batch, generator=generator, device=on) < 0.5
     flip = torch.rand(batch, generator=generator, device=on) < config.translated_share
     is_translated = flip if translated is None else torch.full((batch,), translated, device=on)

@@ -26,7 +26,7 @@ from torch import nn
 
 from lib.core import validate
 from lib.core.train import model_device
-from lib.induction import scores
+from lib.induction import scores, sequences
 
 GPT2 = "gpt2"
 """GPT-2 small on the hub: 12 layers of 12 heads, 124 M parameters."""
@@ -56,8 +56,7 @@ def repeat_batches(
     if not (isinstance(low, int) and isinstance(high, int) and 0 <= low and high - low >= 2 * n):
         raise ValueError(f"band must be (low, high) ids with 0 <= low and at least 2 n = {2 * n} ids, got {band!r}")
     validate.int_at_least("bos", bos, 0)
-    keys = torch.rand((batch, high - low), generator=generator, device=generator.device)
-    drawn = keys.argsort(dim=1)[:, : 2 * n] + low  # (batch, 2 n) distinct per row
+    drawn = sequences.distinct_tokens(batch, 2 * n, low, high, generator)  # (batch, 2 n)
     first = torch.full((batch, 1), bos, dtype=torch.int64, device=generator.device)
     a, b = drawn[:, :n], drawn[:, n:]
     return torch.cat([first, a, a], dim=1), torch.cat([first, a, b], dim=1)

@@ -105,10 +105,19 @@ class InductionConfig:
         return replace(self, n_layers=n_layers)
 
 
-def _distinct_tokens(batch: int, length: int, vocab: int, generator: torch.Generator) -> torch.Tensor:
-    """``(batch, length) int64``: per row, ``length`` distinct content tokens in random order."""
-    keys = torch.rand((batch, vocab - 1), generator=generator, device=generator.device)
-    return keys.argsort(dim=1)[:, :length] + 1
+def distinct_tokens(batch: int, length: int, low: int, high: int, generator: torch.Generator) -> torch.Tensor:
+    """``(batch, length) int64``: per row, ``length`` distinct tokens of ``low <= id < high`` in random order, drawn
+    on ``generator``'s device.
+
+    Raises:
+        ValueError: fewer than ``length`` ids in ``[low, high)``.
+    """
+    validate.positive_int("batch", batch)
+    validate.non_negative_int("low", low)
+    if not (isinstance(high, int) and high - low >= length):
+        raise ValueError(f"need at least length = {length} ids in [low, high) = [{low}, {high!r})")
+    keys = torch.rand((batch, high - low), generator=generator, device=generator.device)
+    return keys.argsort(dim=1)[:, :length] + low
 
 
 def repeated_sequences(
@@ -132,7 +141,7 @@ def repeated_sequences(
     target = check_device(device)
     device = generator.device
     period = torch.randint(config.min_repeat, config.max_repeat + 1, (batch,), generator=generator, device=device)
-    segment = _distinct_tokens(batch, config.max_repeat, config.vocab, generator)
+    segment = distinct_tokens(batch, config.max_repeat, 1, config.vocab, generator)  # BOS left out
     index = torch.arange(config.seq_len - 1, device=device)[None, :] % period[:, None]
     body = segment.gather(1, index)
     bos = torch.full((batch, 1), BOS, dtype=torch.int64, device=device)

@@ -508,6 +508,9 @@ CALLS: dict[str, Call] = {
     "lib.induction.pretrained:gpt2_copying_score": lambda d: pretrained.gpt2_copying_score(
         tiny_lm(d), torch.arange(4, 12, device=d)
     ),
+    "lib.induction.sequences:distinct_tokens": lambda d: sequences.distinct_tokens(
+        3, 5, 2, 20, sequences.seeded_generator(3)
+    ),
     "lib.induction.sequences:repeated_sequences": lambda d: sequences.repeated_sequences(
         5, sequences.seeded_generator(3), TINY, d
     ),

@@ -26,6 +26,16 @@ def test_repeated_sequences_structure(seed):
         assert torch.equal(body, body[idx % p])
 
 
+def test_distinct_tokens_are_distinct_in_their_band():
+    drawn = sequences.distinct_tokens(200, 6, 3, 12, sequences.seeded_generator(0))
+    assert drawn.shape == (200, 6) and drawn.dtype == torch.int64
+    assert ((drawn >= 3) & (drawn < 12)).all()
+    assert all(len(set(row)) == 6 for row in drawn.tolist())
+    assert set(drawn.flatten().tolist()) == set(range(3, 12))  # every id of the band is drawn
+    with pytest.raises(ValueError, match=r"need at least length = 10 ids in \[low, high\) = \[3, 12\)"):
+        sequences.distinct_tokens(2, 10, 3, 12, sequences.seeded_generator(0))
+
+
 def test_periods_vary_and_seed_reproduces():
     a, pa = sequences.repeated_sequences(256, sequences.seeded_generator(3))
     b, pb = sequences.repeated_sequences(256, sequences.seeded_generator(3))
